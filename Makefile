@@ -1,0 +1,72 @@
+# Copy That: two commands on a fresh machine.
+#   make lab    set everything up on first use, then open the course in JupyterLab
+#   make test   set everything up, then run every test
+# Later runs skip what is already done.
+
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed
+PORT   ?= 8888
+JOBS   ?= 2
+SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+
+.PHONY: setup lab test exercises lectures check-exercises doctor system-deps test-deps clean
+
+setup: $(STAMP) system-deps
+
+$(STAMP): requirements.txt pyproject.toml
+	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11))' || \
+	  { echo "The course is pinned to Python 3.11; found $$($(PYTHON) --version). Set PYTHON=/path/to/python3.11."; exit 1; }
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -r requirements.txt
+	$(PY) -m pip install --quiet --no-deps --no-build-isolation -e .
+	@touch $@
+
+# Graphviz's `dot` draws the diagrams.  Installed with apt-get when we are root and it is
+# missing; otherwise we say how and carry on (diagrams then fall back to text).
+system-deps:
+	@if command -v dot >/dev/null 2>&1; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	  echo "Installing Graphviz (dot) with apt-get ..."; \
+	  apt-get install -y -qq graphviz >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq graphviz; }; \
+	else \
+	  case "$$(uname -s)" in \
+	    Darwin) hint="brew install graphviz" ;; \
+	    *) hint="sudo apt-get install graphviz   (Fedora: sudo dnf install graphviz)" ;; \
+	  esac; \
+	  echo "Graphviz's dot is missing: diagrams will be shown as text. To get pictures: $$hint"; \
+	fi
+
+# What the test suite needs beyond the course itself: bubblewrap for the grading sandbox.
+test-deps: setup
+	@if ! command -v bwrap >/dev/null 2>&1; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "Installing bubblewrap with apt-get ..."; \
+	    apt-get install -y -qq bubblewrap >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq bubblewrap; }; \
+	  else echo "bubblewrap is missing: $(SUDO) apt-get install bubblewrap"; fi; \
+	fi
+
+lab: setup
+	$(VENV)/bin/jupyter lab --ip 127.0.0.1 --port $(PORT) --no-browser \
+	  $$( [ "$$(id -u)" = 0 ] && echo --allow-root ) course/00_start_here.ipynb
+
+test: test-deps
+	$(PY) -m pytest -n $(JOBS) --dist loadgroup
+
+exercises: setup
+	$(PY) -m autograder build
+
+check-exercises: setup
+	$(PY) -m autograder build --check
+
+# Re-run the lectures and store their outputs (what readers see on GitHub and what the tests compare).
+lectures: setup
+	$(VENV)/bin/jupyter nbconvert --to notebook --execute --inplace --ExecutePreprocessor.timeout=600 course/*.ipynb
+
+doctor: setup
+	$(PY) -m autograder doctor
+
+clean:
+	rm -rf $(VENV) .pytest_cache

@@ -1,0 +1,307 @@
+"""Assertion helpers for the course's test cells.
+
+This module runs inside learners' kernels, so it imports only torch and the standard library.
+Every failure raises :class:`CheckFailed` (an ``AssertionError``) whose message says what was
+observed, what was expected and, where a likely mistake is known, what to change.
+
+The helpers defend themselves against answers that lie: they look at the exact type of an
+object rather than trusting ``isinstance`` or ``__eq__``, and they call the torch functions they
+captured when this module was imported, so code that later monkeypatches ``torch`` does not
+change what a check sees.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any, Iterable
+
+import torch
+
+__all__ = [
+    "CheckFailed",
+    "ok",
+    "storage_ptr",
+    "check_tensor",
+    "check_type",
+    "check_same_storage",
+    "check_new_storage",
+    "check_same_object",
+    "check_version_unchanged",
+    "check_version_bumped",
+    "check_requires_grad",
+    "check_leaf",
+    "check_grad_fn",
+    "check_close",
+    "check_grad",
+    "check_equal",
+    "version",
+]
+
+# References taken at import time, before any learner code runs.
+_Tensor = torch.Tensor
+_Parameter = torch.nn.Parameter
+_untyped_storage = torch.Tensor.untyped_storage
+_storage_data_ptr = torch.UntypedStorage.data_ptr
+_storage_nbytes = torch.UntypedStorage.nbytes
+_version_get = torch.Tensor._version.__get__
+_requires_grad_get = torch.Tensor.requires_grad.__get__
+_is_leaf_get = torch.Tensor.is_leaf.__get__
+_grad_fn_get = torch.Tensor.grad_fn.__get__
+_grad_get = torch.Tensor.grad.__get__
+_shape_get = torch.Tensor.shape.__get__
+_dtype_get = torch.Tensor.dtype.__get__
+_device_get = torch.Tensor.device.__get__
+_detach = torch.Tensor.detach
+_to = torch.Tensor.to
+_tolist = torch.Tensor.tolist
+_abs = torch.abs
+_max = torch.max
+_allclose = torch.allclose
+_equal = torch.equal
+_isclose = torch.isclose
+_is_complex = torch.Tensor.is_complex
+_is_floating_point = torch.Tensor.is_floating_point
+_no_grad = torch.no_grad
+_as_tensor = torch.as_tensor
+_float64 = torch.float64
+_int = int
+_float = float
+_bool = bool
+_type = type
+_isinstance = isinstance
+_repr = repr
+
+ATOL = 1e-5
+RTOL = 1e-5
+
+
+class CheckFailed(AssertionError):
+    """A test expectation that the learner's code did not meet."""
+
+
+def _fail(observed: str, expected: str, hint: str | None = None) -> None:
+    message = f"{observed}; expected {expected}."
+    if hint:
+        message += f" Likely mistake: {hint}"
+    raise CheckFailed(message)
+
+
+def ok(message: str) -> None:
+    """Print the ✓ line of a visible test that passed."""
+    print(f"\u2713 {message}")
+
+
+def _type_name(obj: Any) -> str:
+    t = _type(obj)
+    return t.__qualname__ if t.__module__ == "builtins" else f"{t.__module__}.{t.__qualname__}"
+
+
+def check_type(obj: Any, expected: type | tuple[type, ...], what: str = "the result",
+               hint: str | None = None) -> None:
+    """The exact type of ``obj`` is ``expected`` (or one of them); subclasses do not count."""
+    allowed = expected if _isinstance(expected, tuple) else (expected,)
+    if _type(obj) not in allowed:
+        names = " or ".join(t.__qualname__ for t in allowed)
+        _fail(f"{what} is a {_type_name(obj)}", f"a {names}", hint)
+
+
+def check_tensor(obj: Any, what: str = "the result", allow_parameter: bool = False,
+                 hint: str | None = None) -> None:
+    """``obj`` really is a ``torch.Tensor`` (not a subclass or an object that pretends)."""
+    allowed: tuple[type, ...] = (_Tensor, _Parameter) if allow_parameter else (_Tensor,)
+    if obj is None:
+        _fail(f"{what} is None", "a torch.Tensor",
+              hint or "the function has no `return` statement, or returns the result of an in-place call that returns None.")
+    check_type(obj, allowed, what, hint)
+
+
+def storage_ptr(t: torch.Tensor) -> int:
+    """Address of the storage behind ``t``: equal for a tensor and all of its views."""
+    return _storage_data_ptr(_untyped_storage(t))
+
+
+def version(t: torch.Tensor) -> int:
+    """The version counter of ``t`` (bumped by every in-place operation)."""
+    return _version_get(t)
+
+
+def _describe_storage(t: torch.Tensor) -> str:
+    return f"storage at {storage_ptr(t):#x} ({_storage_nbytes(_untyped_storage(t))} bytes)"
+
+
+def check_same_storage(a: torch.Tensor, b: torch.Tensor, what: str = "the result",
+                       other: str = "the input", hint: str | None = None) -> None:
+    """``a`` and ``b`` are backed by one storage (views of each other, or the same tensor)."""
+    check_tensor(a, what, allow_parameter=True)
+    check_tensor(b, other, allow_parameter=True)
+    if storage_ptr(a) != storage_ptr(b):
+        _fail(f"{what} has its own storage, not the storage of {other}",
+              f"{what} to share memory with {other}",
+              hint or "an out-of-place operation (`t + 1`, `clone()`, advanced indexing) made a copy.")
+
+
+def check_new_storage(result: torch.Tensor, source: torch.Tensor, what: str = "the result",
+                      other: str = "the input", hint: str | None = None) -> None:
+    """``result`` does not share memory with ``source``."""
+    check_tensor(result, what, allow_parameter=True)
+    check_tensor(source, other, allow_parameter=True)
+    if storage_ptr(result) == storage_ptr(source):
+        _fail(f"{what} shares memory with {other} (same storage)",
+              "memory of its own",
+              hint or "assignment, views, `detach()` and `.data` never copy; add `.clone()`.")
+
+
+def check_same_object(result: Any, expected: Any, what: str = "the result",
+                      other: str = "the input", hint: str | None = None) -> None:
+    """``result is expected``: the very same Python object."""
+    if result is not expected:
+        _fail(f"{what} is a different object ({_type_name(result)})",
+              f"{other} itself",
+              hint or "the function built a new object instead of working in place and returning it.")
+
+
+def check_version_unchanged(t: torch.Tensor, before: int, what: str = "the input",
+                            hint: str | None = None) -> None:
+    """No in-place operation touched ``t`` since its version counter read ``before``."""
+    now = version(t)
+    if now != before:
+        _fail(f"{what}._version went from {before} to {now} (it was modified in place)",
+              f"{what} untouched (version {before})",
+              hint or "an in-place operation (`+=`, `add_`, `t[i] = ...`, `copy_`) wrote into it; work on a copy.")
+
+
+def check_version_bumped(t: torch.Tensor, before: int, what: str = "the tensor",
+                         hint: str | None = None) -> None:
+    """``t`` was modified in place at least once since its version read ``before``."""
+    now = version(t)
+    if now <= before:
+        _fail(f"{what}._version is still {now}",
+              f"an in-place update (version above {before})",
+              hint or "`t = t + 1` rebinds a local name and leaves the caller's tensor as it was; use an in-place operation.")
+
+
+def check_requires_grad(t: torch.Tensor, expected: bool, what: str = "the result",
+                        hint: str | None = None) -> None:
+    """``t.requires_grad`` is ``expected``."""
+    check_tensor(t, what, allow_parameter=True)
+    got = _requires_grad_get(t)
+    if got is not expected:
+        if expected:
+            default = "the copy left the autograd graph: `detach()`, `.data`, `torch.no_grad()` or `torch.tensor(t)` cut it off."
+        else:
+            default = "the result is still attached to the graph; `detach()` it (and `clone()` if it must own its memory)."
+        _fail(f"{what}.requires_grad is {got}", f"{expected}", hint or default)
+
+
+def check_leaf(t: torch.Tensor, expected: bool, what: str = "the result",
+               hint: str | None = None) -> None:
+    """``t.is_leaf`` is ``expected``."""
+    check_tensor(t, what, allow_parameter=True)
+    got = _is_leaf_get(t)
+    if got is not expected:
+        _fail(f"{what}.is_leaf is {got}", f"{expected}", hint)
+
+
+def check_grad_fn(t: torch.Tensor, expected: str | None, what: str = "the result",
+                  hint: str | None = None) -> None:
+    """``type(t.grad_fn).__name__`` is ``expected``; ``None`` means no ``grad_fn`` at all."""
+    check_tensor(t, what, allow_parameter=True)
+    fn = _grad_fn_get(t)
+    got = None if fn is None else _type(fn).__name__
+    if got != expected:
+        if expected is None:
+            _fail(f"{what}.grad_fn is {got}", "None (outside every graph)",
+                  hint or "the result was computed with gradient tracking on; use `detach()` or `torch.no_grad()`.")
+        _fail(f"{what}.grad_fn is {got}", f"{expected}", hint)
+
+
+def _as_float64(x: Any) -> torch.Tensor:
+    if _isinstance(x, _Tensor):
+        with _no_grad():
+            return _to(_detach(x), device="cpu", dtype=_float64)
+    return _as_tensor(x, dtype=_float64)
+
+
+def check_close(actual: Any, expected: Any, what: str = "the result", atol: float = ATOL,
+                rtol: float = RTOL, check_dtype: bool = True, hint: str | None = None) -> None:
+    """``actual`` is a tensor with the shape (and dtype) of ``expected`` and values within tolerance."""
+    check_tensor(actual, what, allow_parameter=True)
+    exp = expected if _isinstance(expected, _Tensor) else _as_tensor(expected)
+    if _shape_get(actual) != _shape_get(exp):
+        _fail(f"{what} has shape {tuple(_shape_get(actual))}", f"shape {tuple(_shape_get(exp))}", hint)
+    if check_dtype and _dtype_get(actual) != _dtype_get(exp):
+        _fail(f"{what} has dtype {_dtype_get(actual)}", f"dtype {_dtype_get(exp)}",
+              hint or "an operation changed the dtype; keep the input's dtype (see `Tensor.to`).")
+    a = _as_float64(actual)
+    e = _as_float64(exp)
+    if not _allclose(a, e, atol=atol, rtol=rtol, equal_nan=True):
+        diff = _float(_max(_abs(a - e))) if a.numel() else 0.0
+        _fail(f"{what} has values {_short(actual)} (max difference {diff:.3g})",
+              f"{_short(exp)} (within atol={atol:g})", hint)
+
+
+def check_grad(t: torch.Tensor, expected: Any, what: str = "x.grad", atol: float = ATOL,
+               rtol: float = RTOL, hint: str | None = None) -> None:
+    """Karpathy-style gradient check: ``t.grad`` exists and is exact, close, or how far off."""
+    check_tensor(t, what.removesuffix(".grad") or "the tensor", allow_parameter=True)
+    g = _grad_get(t)
+    if expected is None:
+        if g is not None:
+            _fail(f"{what} is {_short(g)}", "None (no gradient reaches it)",
+                  hint or "a path in the graph still leads to it; cut it with `detach()`.")
+        return
+    if g is None:
+        _fail(f"{what} is None", f"{_short(expected)}",
+              hint or "no gradient reached this tensor: the graph was cut (`detach()`, `.data`, `torch.no_grad()`, `torch.tensor(t)`) on the way.")
+    exp = _as_float64(expected)
+    got = _as_float64(g)
+    if _shape_get(got) != _shape_get(exp):
+        _fail(f"{what} has shape {tuple(_shape_get(got))}", f"shape {tuple(_shape_get(exp))}", hint)
+    if _equal(got, exp):
+        return
+    if _allclose(got, exp, atol=atol, rtol=rtol):
+        return
+    diff = _float(_max(_abs(got - exp)))
+    _fail(f"{what} is {_short(g)} (max difference {diff:.3g})", f"{_short(expected)}", hint)
+
+
+def check_equal(actual: Any, expected: Any, what: str = "the result",
+                hint: str | None = None) -> None:
+    """Plain Python values (bool, int, float, str, set, list) are equal, with their exact type.
+
+    Floats are compared with a tolerance; the type check stops objects whose ``__eq__`` lies.
+    """
+    exp_type = _type(expected)
+    if exp_type is _float:
+        if _type(actual) is not _float:
+            _fail(f"{what} is a {_type_name(actual)}", "a Python float",
+                  hint or "return a plain number: `.item()` turns a one-element tensor into a float.")
+        if not math.isclose(actual, expected, rel_tol=RTOL, abs_tol=ATOL):
+            _fail(f"{what} is {actual!r}", f"{expected!r}", hint)
+        return
+    if _type(actual) is not exp_type:
+        _fail(f"{what} is a {_type_name(actual)} ({_safe_repr(actual)})", f"a {exp_type.__name__} ({expected!r})", hint)
+    if exp_type in (set, frozenset):
+        for item in actual:
+            if _type(item) not in (str, _int, _float, _bool):
+                _fail(f"{what} holds a {_type_name(item)}", "plain values", hint)
+    if not (expected == actual):
+        _fail(f"{what} is {_safe_repr(actual)}", f"{expected!r}", hint)
+
+
+def _safe_repr(obj: Any) -> str:
+    try:
+        text = _repr(obj)
+    except Exception:  # a hostile __repr__ must not hide the real failure
+        text = f"<{_type_name(obj)}>"
+    return text if len(text) <= 120 else text[:117] + "..."
+
+
+def _short(t: Any) -> str:
+    if _isinstance(t, _Tensor):
+        with _no_grad():
+            values = _tolist(_detach(t))
+        text = f"tensor({values})"
+    else:
+        text = _safe_repr(t)
+    return text if len(text) <= 120 else text[:117] + "..."
+

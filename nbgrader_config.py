@@ -1,0 +1,42 @@
+"""nbgrader configuration for the Copy That course.
+
+Run nbgrader from this folder with no extra flags:
+``nbgrader generate_assignment a1_views``, ``nbgrader autograde a1_views``, and so on.
+"""
+import os
+import sys
+
+from autograder.course import WARNING_PATTERN
+
+c = get_config()  # noqa: F821  (nbgrader provides get_config)
+
+c.CourseDirectory.course_id = "copy-that"
+# solutions/ is the instructor's source, exercises/ the learners' release.
+c.CourseDirectory.source_directory = "solutions"
+c.CourseDirectory.release_directory = "exercises"
+
+# A correct answer is never zeroed because a warning went to stderr: nbgrader scores any
+# stderr output as a failure, so drop stderr streams that hold a Python warning.
+c.IgnorePattern.enabled = True
+c.IgnorePattern.pattern = WARNING_PATTERN
+
+# Test cells deleted by a learner are put back when grading.
+c.OverwriteCells.add_missing_cells = True
+
+# Per cell: generous for the course's small tensors, short enough for runaway loops.
+c.Execute.timeout = 60
+c.Execute.interrupt_on_timeout = True
+
+# The feedback a learner gets never shows the hidden tests.
+c.GenerateFeedback.preprocessors = [
+    "nbgrader.preprocessors.GetGrades",
+    "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
+    "nbgrader.preprocessors.ClearHiddenTests",
+]
+
+# nbgrader runs the `alembic` executable by name when it creates a gradebook; make it
+# findable when this interpreter was started as `.venv/bin/python -m nbgrader` without
+# activating the virtual environment.
+_bindir = os.path.dirname(sys.executable)
+if _bindir not in os.environ.get("PATH", "").split(os.pathsep):
+    os.environ["PATH"] = _bindir + os.pathsep + os.environ.get("PATH", "")

@@ -1,0 +1,124 @@
+"""Learner answers for assignment 1: mistakes that must lose points, other correct ways that must not."""
+from harness import Answer
+
+WRONG = [
+    Answer("shares_memory", "compares Python objects with `is`", '''
+def shares_memory(a, b):
+    return a is b
+''', message="shares_memory(a, a[1])"),
+    Answer("shares_memory", "compares id()", '''
+def shares_memory(a, b):
+    return id(a) == id(b)
+'''),
+    Answer("shares_memory", "compares data_ptr() of the first elements", '''
+def shares_memory(a, b):
+    return a.data_ptr() == b.data_ptr()
+''', message="a[1] is a view of a"),
+    Answer("shares_memory", "compares values", '''
+def shares_memory(a, b):
+    return a.shape == b.shape and bool(torch.equal(a, b))
+'''),
+    Answer("shares_memory", "returns a tensor instead of a bool", '''
+def shares_memory(a, b):
+    return torch.tensor(a.untyped_storage().data_ptr() == b.untyped_storage().data_ptr())
+''', message="expected a bool"),
+    Answer("add_one_", "rebinds the local name", '''
+def add_one_(t):
+    t = t + 1
+''', message="rebinds the local name"),
+    Answer("add_one_", "returns a new tensor instead of writing in place", '''
+def add_one_(t):
+    return t + 1
+'''),
+    Answer("add_one_", "replaces the memory through .data", '''
+def add_one_(t):
+    t.data = t.data + 1
+''', message="a view taken before the call"),
+    Answer("add_one_", "writes into a contiguous copy", '''
+def add_one_(t):
+    t.contiguous().add_(1)
+'''),
+    Answer("plus_one", "adds in place and returns the input", '''
+def plus_one(t):
+    t += 1
+    return t
+''', message="t after plus_one(t)"),
+    Answer("plus_one", "returns the result of add_", '''
+def plus_one(t):
+    return t.add_(1)
+'''),
+    Answer("plus_one", "copies the values into the input", '''
+def plus_one(t):
+    r = t + 1
+    t.copy_(r)
+    return r
+''', message="_version went from"),
+    Answer("plus_one", "changes the dtype", '''
+def plus_one(t):
+    return t.float() + 1
+''', message="dtype"),
+    Answer("count_storages", "counts objects", '''
+def count_storages(tensors):
+    return len({id(t) for t in tensors})
+''', message="count storages, not objects"),
+    Answer("count_storages", "counts first-element addresses", '''
+def count_storages(tensors):
+    return len({t.data_ptr() for t in tensors})
+'''),
+    Answer("count_storages", "counts the tensors", '''
+def count_storages(tensors):
+    return len(tensors)
+'''),
+]
+
+RIGHT = [
+    Answer("shares_memory", "compares typed storages (prints a deprecation warning)", '''
+def shares_memory(a, b):
+    return a.storage().data_ptr() == b.storage().data_ptr()
+'''),
+    Answer("shares_memory", "compares storages through a helper", '''
+def _storage_address(t):
+    return t.untyped_storage().data_ptr()
+
+def shares_memory(a, b):
+    same = _storage_address(a) == _storage_address(b)
+    return bool(same)
+'''),
+    Answer("add_one_", "augmented assignment", '''
+def add_one_(t):
+    t += 1
+'''),
+    Answer("add_one_", "slice assignment", '''
+def add_one_(t):
+    t[...] = t + 1
+'''),
+    Answer("add_one_", "out= argument, returning t", '''
+def add_one_(t):
+    return torch.add(t, 1, out=t)
+'''),
+    Answer("plus_one", "torch.add", '''
+def plus_one(t):
+    return torch.add(t, 1)
+'''),
+    Answer("plus_one", "clone then add in place", '''
+def plus_one(t):
+    result = t.clone()
+    result.add_(1)
+    return result
+'''),
+    Answer("count_storages", "pairwise comparison with shares_memory", '''
+def count_storages(tensors):
+    seen = []
+    for t in tensors:
+        if not any(shares_memory(t, s) for s in seen):
+            seen.append(t)
+    return len(seen)
+'''),
+    Answer("count_storages", "storage addresses in a dict", '''
+def count_storages(tensors):
+    by_storage = {}
+    for t in tensors:
+        by_storage.setdefault(t.untyped_storage().data_ptr(), []).append(t)
+    return len(by_storage)
+'''),
+]

@@ -1,0 +1,124 @@
+"""Grade notebooks with the real ``nbgrader autograde`` in a scratch copy of the course.
+
+One call grades many submissions of one assignment in one nbgrader process (one kernel per
+notebook, as nbgrader does), so every wrong and right answer of an assignment costs one kernel
+start, not one nbgrader start.
+"""
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import nbformat
+
+from autograder.build import nbgrader_env
+from autograder.course import RELEASE_DIR, SOURCE_DIR, fill_answers, notebooks, role, solution_sources
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@dataclass(frozen=True)
+class Answer:
+    """One learner answer for one solution cell.
+
+    ``message`` (wrong answers only): a piece of text the failing test must print, so the
+    diagnosis is checked, not only the lost points.
+    """
+
+    cell: str          # grade_id of the solution cell
+    why: str           # the mistake (wrong) or the way of writing it (right)
+    source: str        # the whole cell, as a learner would type it
+    message: str | None = None
+
+
+@dataclass
+class Graded:
+    """Scores per student: grade_id -> (score, max_score); plus the autograded notebooks."""
+
+    scores: dict[str, dict[str, tuple[float, float]]] = field(default_factory=dict)
+    notebooks: dict[str, nbformat.NotebookNode] = field(default_factory=dict)
+    log: str = ""
+
+    def total(self, student: str, cells: set[str] | None = None) -> tuple[float, float]:
+        items = [v for k, v in self.scores[student].items() if cells is None or k in cells]
+        return sum(s for s, _ in items), sum(m for _, m in items)
+
+    def outputs_of(self, student: str, grade_id: str) -> str:
+        for cell in self.notebooks[student].cells:
+            if role(cell).grade_id == grade_id:
+                parts = []
+                for o in cell.get("outputs", []):
+                    if o.output_type == "stream":
+                        parts.append(o.text)
+                    elif o.output_type == "error":
+                        parts.append(f"{o.ename}: {o.evalue}")
+                return "\n".join(parts)
+        raise KeyError(grade_id)
+
+
+def cells_testing(nb: nbformat.NotebookNode, solution_id: str) -> set[str]:
+    """The auto-graded test cells that belong to one solution cell: ``test_<id>`` and ``test_<id>_*``."""
+    pattern = re.compile(rf"^test_{re.escape(solution_id)}(_hidden|_\d+)?$")
+    return {role(c).grade_id for c in nb.cells if role(c).is_test and pattern.match(role(c).grade_id or "")}
+
+
+def release_notebook(assignment: str) -> Path:
+    [path] = notebooks(ROOT / RELEASE_DIR / assignment)
+    return path
+
+
+def source_notebook(assignment: str) -> Path:
+    [path] = notebooks(ROOT / SOURCE_DIR / assignment)
+    return path
+
+
+def reference_answers(assignment: str) -> dict[str, str]:
+    return solution_sources(nbformat.read(source_notebook(assignment), as_version=4))
+
+
+def submission(assignment: str, replace: dict[str, str] | None = None, blank: bool = False) -> nbformat.NotebookNode:
+    """The released notebook filled with the reference answers, some replaced (or none: ``blank``)."""
+    release = nbformat.read(release_notebook(assignment), as_version=4)
+    if blank:
+        return release
+    answers = reference_answers(assignment)
+    answers.update(replace or {})
+    return fill_answers(release, answers)
+
+
+def autograde(assignment: str, submissions: dict[str, nbformat.NotebookNode], workdir: Path) -> Graded:
+    """Run ``nbgrader generate_assignment`` and ``nbgrader autograde`` on a scratch course."""
+    if workdir.exists():
+        shutil.rmtree(workdir)
+    workdir.mkdir(parents=True)
+    shutil.copy2(ROOT / "nbgrader_config.py", workdir / "nbgrader_config.py")
+    shutil.copytree(ROOT / SOURCE_DIR / assignment, workdir / SOURCE_DIR / assignment)
+    nb_name = release_notebook(assignment).name
+    for student, nb in submissions.items():
+        target = workdir / "submitted" / student / assignment / nb_name
+        target.parent.mkdir(parents=True)
+        nbformat.write(nb, target)
+    log = []
+    for cmd in (["generate_assignment", assignment, "--force"], ["autograde", assignment, "--force"]):
+        proc = subprocess.run([sys.executable, "-m", "nbgrader", *cmd], cwd=workdir, env=nbgrader_env(),
+                              capture_output=True, text=True)
+        log.append(proc.stdout + proc.stderr)
+    graded = Graded(log="\n".join(log))
+
+    from nbgrader.api import Gradebook
+
+    with Gradebook(f"sqlite:///{workdir / 'gradebook.db'}") as gb:
+        for student in submissions:
+            try:
+                sub = gb.find_submission_notebook(Path(nb_name).stem, assignment, student)
+            except Exception:
+                continue  # not graded at all: the test that looks for it fails with the log
+            graded.scores[student] = {g.name: (float(g.score or 0), float(g.max_score)) for g in sub.grades}
+            path = workdir / "autograded" / student / assignment / nb_name
+            if path.exists():
+                graded.notebooks[student] = nbformat.read(path, as_version=4)
+    return graded
