@@ -91,12 +91,15 @@ def check(root: Path) -> SyncReport:
         return compare(generated, root / RELEASE_DIR)
 
 
-def build(root: Path) -> SyncReport:
-    """Regenerate exercises/ from solutions/ and say what changed."""
+def build(root: Path, assignment: str | None = None) -> SyncReport:
+    """Regenerate exercises/ (or only ``exercises/<assignment>/``) from solutions/; say what changed."""
     with tempfile.TemporaryDirectory(prefix="copy-that-build-out-") as tmp:
-        generated = generate_into(root, Path(tmp) / RELEASE_DIR)
-        report = compare(generated, root / RELEASE_DIR)
-        target = root / RELEASE_DIR
+        generated = generate_into(root, Path(tmp) / RELEASE_DIR, assignment or "*")
+        if assignment:
+            generated, target = generated / assignment, root / RELEASE_DIR / assignment
+        else:
+            target = root / RELEASE_DIR
+        report = compare(generated, target)
         if target.exists():
             shutil.rmtree(target)
         shutil.copytree(generated, target)

@@ -36,7 +36,7 @@ def cmd_build(args: argparse.Namespace) -> int:
         report = check(root)
         print(report.describe())
         return 0 if report.in_sync else 1
-    report = build(root)
+    report = build(root, args.only)
     print("regenerated exercises/ from solutions/" + ("" if report.in_sync else ":\n" + report.describe()))
     return 0
 
@@ -78,6 +78,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("build", help="regenerate exercises/ from solutions/ with nbgrader")
     p.add_argument("--check", action="store_true", help="only compare; exit 1 when exercises/ is stale")
+    p.add_argument("--only", metavar="ASSIGNMENT", help="regenerate one assignment only")
     p.set_defaults(func=cmd_build)
 
     p = sub.add_parser("check", help="run a notebook and show its tests: pass/fail, points, diagnostics")
