@@ -27,10 +27,12 @@ c.OverwriteCells.add_missing_cells = True
 c.Execute.timeout = 60
 c.Execute.interrupt_on_timeout = True
 
-# The feedback a learner gets never shows the hidden tests.
+# The feedback a learner gets never shows the hidden tests: neither their source nor the
+# lines of a failing hidden test in its traceback (the diagnosis stays).
 c.GenerateFeedback.preprocessors = [
     "nbgrader.preprocessors.GetGrades",
     "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
+    "autograder.feedback.StripHiddenTracebacks",
     "nbgrader.preprocessors.ClearHiddenTests",
 ]
 

@@ -41,6 +41,7 @@ class Graded:
 
     scores: dict[str, dict[str, tuple[float, float]]] = field(default_factory=dict)
     notebooks: dict[str, nbformat.NotebookNode] = field(default_factory=dict)
+    feedback: dict[str, str] = field(default_factory=dict)   # student -> feedback HTML
     log: str = ""
 
     def total(self, student: str, cells: set[str] | None = None) -> tuple[float, float]:
@@ -90,8 +91,10 @@ def submission(assignment: str, replace: dict[str, str] | None = None, blank: bo
     return fill_answers(release, answers)
 
 
-def autograde(assignment: str, submissions: dict[str, nbformat.NotebookNode], workdir: Path) -> Graded:
-    """Run ``nbgrader generate_assignment`` and ``nbgrader autograde`` on a scratch course."""
+def autograde(assignment: str, submissions: dict[str, nbformat.NotebookNode], workdir: Path,
+              feedback_for: tuple[str, ...] = ()) -> Graded:
+    """Run ``nbgrader generate_assignment`` and ``nbgrader autograde`` on a scratch course,
+    then ``nbgrader generate_feedback`` for the students in ``feedback_for``."""
     if workdir.exists():
         shutil.rmtree(workdir)
     workdir.mkdir(parents=True)
@@ -103,7 +106,9 @@ def autograde(assignment: str, submissions: dict[str, nbformat.NotebookNode], wo
         target.parent.mkdir(parents=True)
         nbformat.write(nb, target)
     log = []
-    for cmd in (["generate_assignment", assignment, "--force"], ["autograde", assignment, "--force"]):
+    commands = [["generate_assignment", assignment, "--force"], ["autograde", assignment, "--force"]]
+    commands += [["generate_feedback", assignment, "--student", s, "--force"] for s in feedback_for]
+    for cmd in commands:
         proc = subprocess.run([sys.executable, "-m", "nbgrader", *cmd], cwd=workdir, env=nbgrader_env(),
                               capture_output=True, text=True)
         log.append(proc.stdout + proc.stderr)
@@ -121,4 +126,7 @@ def autograde(assignment: str, submissions: dict[str, nbformat.NotebookNode], wo
             path = workdir / "autograded" / student / assignment / nb_name
             if path.exists():
                 graded.notebooks[student] = nbformat.read(path, as_version=4)
+            html = workdir / "feedback" / student / assignment / (Path(nb_name).stem + ".html")
+            if html.exists():
+                graded.feedback[student] = html.read_text()
     return graded

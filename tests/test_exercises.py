@@ -6,6 +6,7 @@ For each assignment one scratch course grades, in one nbgrader run: the referenc
 """
 from __future__ import annotations
 
+import html
 import importlib
 from functools import lru_cache
 
@@ -13,7 +14,8 @@ import nbformat
 import pytest
 
 from autograder.course import assignments, role
-from harness import ROOT, Answer, Graded, autograde, release_notebook, submission, cells_testing
+from harness import (ROOT, Answer, Graded, autograde, cells_testing, release_notebook, source_notebook,
+                     submission)
 
 ASSIGNMENTS = assignments(ROOT)
 
@@ -37,7 +39,8 @@ def graded(assignment: str, tmp_path_factory: pytest.TempPathFactory) -> Graded:
         for kind, items in (("wrong", wrong), ("right", right)):
             for i, a in enumerate(items):
                 subs[student_id(kind, i, a)] = submission(assignment, {a.cell: a.source})
-        _cache[assignment] = autograde(assignment, subs, tmp_path_factory.mktemp(f"grade-{assignment}"))
+        _cache[assignment] = autograde(assignment, subs, tmp_path_factory.mktemp(f"grade-{assignment}"),
+                                       feedback_for=("blank", "reference"))
     return _cache[assignment]
 
 
@@ -89,6 +92,33 @@ def test_hidden_tests_run_at_grading(assignment, tmp_path_factory):
     assert hidden, "every assignment has hidden tests"
     for gid in hidden:
         assert "NotImplementedError" in g.outputs_of("blank", gid), gid
+
+
+def hidden_test_lines(assignment: str) -> list[str]:
+    """The substantial lines of every hidden-test region of the instructor's notebook."""
+    nb = nbformat.read(source_notebook(assignment), as_version=4)
+    lines, inside = [], False
+    for cell in nb.cells:
+        for line in cell.source.splitlines():
+            if "BEGIN HIDDEN TESTS" in line:
+                inside = True
+            elif "END HIDDEN TESTS" in line:
+                inside = False
+            elif inside and len(line.strip()) > 25:
+                lines.append(line.strip())
+    return lines
+
+
+@pytest.mark.parametrize("assignment", per_assignment())
+def test_feedback_shows_scores_but_no_hidden_tests(assignment, tmp_path_factory):
+    g = graded(assignment, tmp_path_factory)
+    for student in ("blank", "reference"):
+        assert student in g.feedback, g.log[-3000:]
+        page = html.unescape(g.feedback[student])
+        assert "BEGIN HIDDEN TESTS" not in page
+        leaked = [line for line in hidden_test_lines(assignment) if line in page]
+        assert not leaked, f"feedback for {student} shows hidden test lines: {leaked[:3]}"
+    assert "NotImplementedError" in html.unescape(g.feedback["blank"]), "the diagnosis stays in the feedback"
 
 
 @pytest.mark.parametrize("assignment", per_assignment())

@@ -1,0 +1,256 @@
+"""Learner answers for assignment 7: mistakes that must lose points, other correct ways that must not."""
+from harness import Answer
+
+WRONG = [
+    Answer("reaches", "runs backward and looks at leaf.grad", '''
+def reaches(output, leaf):
+    if output.grad_fn is None:
+        return False
+    output.sum().backward()
+    return leaf.grad is not None
+''', message="Trying to backward through the graph a second time"),
+    Answer("reaches", "backward with retain_graph, then resets only leaf.grad", '''
+def reaches(output, leaf):
+    if output.grad_fn is None:
+        return False
+    output.sum().backward(retain_graph=True)
+    found = leaf.grad is not None
+    leaf.grad = None
+    return found
+''', message="reaches() must only walk the graph"),
+    Answer("reaches", "compares AccumulateGrad.variable by value", '''
+def reaches(output, leaf):
+    stack = [output.grad_fn]
+    while stack:
+        node = stack.pop()
+        if node is None:
+            continue
+        if hasattr(node, "variable") and node.variable.shape == leaf.shape and torch.equal(node.variable, leaf):
+            return True
+        stack.extend(child for child, _ in node.next_functions)
+    return False
+''', message="equal values do not make the same leaf"),
+    Answer("reaches", "looks only at the direct children of output.grad_fn", '''
+def reaches(output, leaf):
+    if output.grad_fn is None:
+        return False
+    return any(getattr(child, "variable", None) is leaf for child, _ in output.grad_fn.next_functions)
+''', message="x is two steps below y.grad_fn"),
+    Answer("reaches", "compares storages instead of objects", '''
+def reaches(output, leaf):
+    ptr = leaf.untyped_storage().data_ptr()
+    stack = [output.grad_fn]
+    while stack:
+        node = stack.pop()
+        if node is None:
+            continue
+        if hasattr(node, "variable") and node.variable.untyped_storage().data_ptr() == ptr:
+            return True
+        stack.extend(child for child, _ in node.next_functions)
+    return False
+''', message="compare objects with `is`, not storages"),
+    Answer("reaches", "returns None when there is no grad_fn", '''
+def reaches(output, leaf):
+    if output.grad_fn is None:
+        return
+    stack = [output.grad_fn]
+    while stack:
+        node = stack.pop()
+        if node is None:
+            continue
+        if getattr(node, "variable", None) is leaf:
+            return True
+        stack.extend(child for child, _ in node.next_functions)
+    return False
+''', message="is a NoneType"),
+    Answer("reaches", "stops at the first None edge", '''
+def reaches(output, leaf):
+    node = output.grad_fn
+    stack = [node]
+    while stack:
+        node = stack.pop()
+        if node is None:
+            return False
+        if getattr(node, "variable", None) is leaf:
+            return True
+        stack.extend(child for child, _ in node.next_functions)
+    return False
+''', message="must be skipped, not end the walk"),
+    Answer("backward_ops", "returns a list", '''
+def backward_ops(output):
+    names = []
+    stack = [output.grad_fn]
+    while stack:
+        node = stack.pop()
+        if node is None:
+            continue
+        names.append(type(node).__name__)
+        stack.extend(child for child, _ in node.next_functions)
+    return names
+''', message="expected a set"),
+    Answer("backward_ops", "keeps only names with 'Backward' (loses AccumulateGrad, CopySlices)", '''
+def backward_ops(output):
+    names = set()
+    stack = [output.grad_fn]
+    while stack:
+        node = stack.pop()
+        if node is None:
+            continue
+        if "Backward" in type(node).__name__:
+            names.add(type(node).__name__)
+        stack.extend(child for child, _ in node.next_functions)
+    return names
+''', message="'AccumulateGrad' in backward_ops(y)"),
+    Answer("backward_ops", "starts at the children, missing output.grad_fn", '''
+def backward_ops(output):
+    names = set()
+    if output.grad_fn is None:
+        return names
+    stack = [child for child, _ in output.grad_fn.next_functions]
+    while stack:
+        node = stack.pop()
+        if node is None:
+            continue
+        names.add(type(node).__name__)
+        stack.extend(child for child, _ in node.next_functions)
+    return names
+''', message="include that node too"),
+    Answer("backward_ops", "uses node.name()", '''
+def backward_ops(output):
+    names = set()
+    stack = [output.grad_fn]
+    while stack:
+        node = stack.pop()
+        if node is None:
+            continue
+        names.add(node.name())
+        stack.extend(child for child, _ in node.next_functions)
+    return names
+''', message="not node.name()"),
+    Answer("backward_ops", "adds 'NoneType' for the None edges", '''
+def backward_ops(output):
+    if output.grad_fn is None:
+        return set()
+    names = set()
+    stack = [output.grad_fn]
+    while stack:
+        node = stack.pop()
+        names.add(type(node).__name__)
+        stack.extend(child for child, _ in getattr(node, "next_functions", ()))
+    return names
+''', message="skip them instead of adding type(None).__name__"),
+    Answer("graph_answer", "A: a float64 conversion of w (would add ToCopyBackward0)", '''
+graph_answer = "A"
+''', message="graph_answer matching the picture is False"),
+    Answer("graph_answer", "C: x.detach().clone() (would have no CloneBackward0)", '''
+graph_answer = "C"
+'''),
+    Answer("graph_answer", "D: x.detach() in the product (no edge from MulBackward0 to x)", '''
+graph_answer = "D"
+'''),
+    Answer("graph_answer", "a lower-case letter", '''
+graph_answer = "b"
+''', message="one capital letter"),
+]
+
+RIGHT = [
+    Answer("reaches", "recursive walk with a set of seen nodes", '''
+def reaches(output, leaf):
+    seen = set()
+
+    def visit(node):
+        if node is None or node in seen:
+            return False
+        seen.add(node)
+        if hasattr(node, "variable") and node.variable is leaf:
+            return True
+        return any(visit(child) for child, _ in node.next_functions)
+
+    return bool(visit(output.grad_fn))
+'''),
+    Answer("reaches", "breadth-first with a deque, finding the leaf's node first", '''
+from collections import deque
+
+def reaches(output, leaf):
+    if output.grad_fn is None or not leaf.requires_grad:
+        return False
+    queue, seen = deque([output.grad_fn]), {id(output.grad_fn)}
+    while queue:
+        node = queue.popleft()
+        if type(node).__name__ == "AccumulateGrad" and node.variable is leaf:
+            return True
+        for child, _ in node.next_functions:
+            if child is not None and id(child) not in seen:
+                seen.add(id(child))
+                queue.append(child)
+    return False
+'''),
+    Answer("reaches", "torch.autograd.grad with allow_unused and retain_graph (touches no .grad)", '''
+def reaches(output, leaf):
+    if output.grad_fn is None or not leaf.requires_grad:
+        return False
+    (g,) = torch.autograd.grad(output, leaf, grad_outputs=torch.ones_like(output),
+                               retain_graph=True, allow_unused=True)
+    return g is not None
+'''),
+    Answer("reaches", "walks with backward_ops-style collection of leaves; warns when there is no graph", '''
+import warnings
+
+def reaches(output, leaf):
+    if output.grad_fn is None:
+        warnings.warn("reaches: output has no grad_fn, so nothing can be reached")
+        return False
+    leaves, stack, seen = [], [output.grad_fn], set()
+    while stack:
+        node = stack.pop()
+        if node is None or node in seen:
+            continue
+        seen.add(node)
+        if hasattr(node, "variable"):
+            leaves.append(node.variable)
+        stack.extend(child for child, _ in node.next_functions)
+    return any(v is leaf for v in leaves)
+'''),
+    Answer("backward_ops", "recursive walk over a set of nodes", '''
+def backward_ops(output):
+    nodes = set()
+
+    def visit(node):
+        if node is None or node in nodes:
+            return
+        nodes.add(node)
+        for child, _ in node.next_functions:
+            visit(child)
+
+    visit(output.grad_fn)
+    return {type(node).__name__ for node in nodes}
+'''),
+    Answer("backward_ops", "breadth-first with a deque", '''
+from collections import deque
+
+def backward_ops(output):
+    if output.grad_fn is None:
+        return set()
+    names, seen = set(), set()
+    queue = deque([output.grad_fn])
+    while queue:
+        node = queue.popleft()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        names.add(node.__class__.__name__)
+        queue.extend(child for child, _ in node.next_functions if child is not None)
+    return names
+'''),
+    Answer("graph_answer", "compares each candidate's drawing with the mystery picture", '''
+def _candidate(letter):
+    x = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    w = torch.tensor([4.0, 5.0], requires_grad=True)
+    c = x.detach().clone() if letter == "C" else x.clone()
+    c[1:] = {"A": w.to(torch.float64), "B": w.to(torch.float32)}.get(letter, w)
+    y = (c * (x.detach() if letter == "D" else x)).sum()
+    return autograd_graph(y, params={"x": x, "w": w}).text
+
+graph_answer = [letter for letter in "ABCD" if _candidate(letter) == mystery.text][0]
+'''),
+]

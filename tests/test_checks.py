@@ -1,0 +1,157 @@
+"""autograder.checks: each helper passes what is right, fails what is wrong, and says why."""
+from __future__ import annotations
+
+import warnings
+
+import pytest
+import torch
+
+from autograder import checks as ck
+
+
+def fails(fn, *args, **kwargs) -> str:
+    with pytest.raises(ck.CheckFailed) as info:
+        fn(*args, **kwargs)
+    return str(info.value)
+
+
+def test_check_failed_is_an_assertion_error():
+    assert issubclass(ck.CheckFailed, AssertionError)
+
+
+def test_storage_ptr_is_equal_for_views_at_offsets_and_differs_for_copies():
+    a = torch.arange(12.0).reshape(3, 4)
+    assert a[2].data_ptr() != a.data_ptr()
+    assert ck.storage_ptr(a[2]) == ck.storage_ptr(a) == ck.storage_ptr(a.t())
+    assert ck.storage_ptr(a.clone()) != ck.storage_ptr(a)
+
+
+def test_same_storage_names_what_was_seen_and_the_likely_mistake():
+    a = torch.ones(3)
+    ck.check_same_storage(a[1:], a)
+    msg = fails(ck.check_same_storage, a + 0, a, "r", "a")
+    assert "r has its own storage" in msg and "expected r to share memory with a" in msg
+    assert "Likely mistake" in msg
+
+
+def test_new_storage_default_hint_mentions_clone():
+    a = torch.ones(3)
+    ck.check_new_storage(a.clone(), a)
+    msg = fails(ck.check_new_storage, a.detach(), a, "snapshot(t)", "t")
+    assert "snapshot(t) shares memory with t" in msg and "clone()" in msg
+
+
+def test_check_tensor_rejects_none_subclasses_and_impostors():
+    class Sub(torch.Tensor):
+        pass
+
+    class Liar:
+        __class__ = torch.Tensor  # isinstance(Liar(), torch.Tensor) is True
+
+        def __eq__(self, other):
+            return True
+
+    assert isinstance(Liar(), torch.Tensor)
+    assert "is None" in fails(ck.check_tensor, None)
+    assert "Sub" in fails(ck.check_tensor, torch.ones(2).as_subclass(Sub))
+    assert "Liar" in fails(ck.check_tensor, Liar())
+    ck.check_tensor(torch.nn.Parameter(torch.ones(1)), allow_parameter=True)
+    fails(ck.check_tensor, torch.nn.Parameter(torch.ones(1)))
+
+
+def test_check_equal_wants_the_exact_type_so_lying_eq_fails():
+    class AlwaysEqual:
+        def __eq__(self, other):
+            return True
+
+        def __bool__(self):
+            return True
+
+    ck.check_equal(True, True)
+    ck.check_equal(3, 3)
+    ck.check_equal({"A", "B"}, {"B", "A"})
+    assert "AlwaysEqual" in fails(ck.check_equal, AlwaysEqual(), True)
+    assert "expected a bool" in fails(ck.check_equal, torch.tensor(True), True)
+    assert "is 1" in fails(ck.check_equal, 1, 2, hint="h")
+    assert "expected a set" in fails(ck.check_equal, ["a"], {"a"})
+
+
+def test_check_equal_compares_floats_with_a_tolerance_and_rejects_tensors():
+    ck.check_equal(0.1 + 0.2, 0.3)
+    assert "Python float" in fails(ck.check_equal, torch.tensor(0.3), 0.3)
+    fails(ck.check_equal, 0.31, 0.3)
+
+
+def test_check_close_checks_shape_dtype_and_values():
+    t = torch.tensor([1.0, 2.0])
+    ck.check_close(t + 1e-7, torch.tensor([1.0, 2.0]))
+    assert "shape" in fails(ck.check_close, t, torch.ones(3))
+    assert "dtype" in fails(ck.check_close, t.double(), t)
+    ck.check_close(t.double(), t, check_dtype=False)
+    assert "max difference 1" in fails(ck.check_close, t, torch.tensor([1.0, 3.0]))
+
+
+def test_check_grad_is_exact_close_or_says_how_far_off():
+    x = torch.ones(3, requires_grad=True)
+    (x * 2).sum().backward()
+    ck.check_grad(x, [2.0, 2.0, 2.0])
+    ck.check_grad(x, [2.0 + 1e-7] * 3)
+    assert "max difference 1" in fails(ck.check_grad, x, [3.0, 2.0, 2.0])
+    y = torch.ones(2, requires_grad=True)
+    assert "y.grad is None" in fails(ck.check_grad, y, [1.0, 1.0], "y.grad")
+    ck.check_grad(y, None, "y.grad")
+    assert "expected None" in fails(ck.check_grad, x, None)
+
+
+def test_graph_state_checks():
+    x = torch.ones(2, requires_grad=True)
+    c = x.clone()
+    ck.check_requires_grad(c, True)
+    ck.check_leaf(c, False)
+    ck.check_grad_fn(c, "CloneBackward0")
+    assert "requires_grad is False" in fails(ck.check_requires_grad, c.detach(), True)
+    assert "grad_fn is CloneBackward0" in fails(ck.check_grad_fn, c, None)
+    assert "is_leaf is True" in fails(ck.check_leaf, x, False)
+
+
+def test_version_checks():
+    t = torch.zeros(2)
+    before = ck.version(t)
+    ck.check_version_unchanged(t, before)
+    t[0] = 1
+    assert "went from 0 to 1" in fails(ck.check_version_unchanged, t, before, "t")
+    ck.check_version_bumped(t, before)
+    assert "still 1" in fails(ck.check_version_bumped, t, 1)
+
+
+def test_same_object():
+    t = torch.zeros(1)
+    ck.check_same_object(t, t)
+    fails(ck.check_same_object, t.view(1), t)
+
+
+def test_checks_ignore_monkeypatched_torch(monkeypatch):
+    """Code that patches torch after the helpers were imported cannot change what they see."""
+    a = torch.ones(3)
+    copy = a.clone()
+    real_storage = a.untyped_storage()
+    monkeypatch.setattr(torch.Tensor, "untyped_storage", lambda self: real_storage)
+    monkeypatch.setattr(torch, "allclose", lambda *args, **kwargs: True)
+    monkeypatch.setattr(torch.Tensor, "requires_grad", property(lambda self: True))
+    assert copy.untyped_storage().data_ptr() == a.untyped_storage().data_ptr()  # the lie
+    ck.check_new_storage(copy, a)  # the truth
+    fails(ck.check_close, torch.zeros(3), torch.ones(3))
+    fails(ck.check_requires_grad, torch.zeros(1), True)
+
+
+def test_ok_prints_a_tick_line(capsys):
+    ck.ok("views share memory")
+    assert capsys.readouterr().out == "\u2713 views share memory\n"
+
+
+def test_a_warning_printing_answer_really_warns():
+    """The corpus uses `t.storage()` as a right answer that prints a warning: it must warn."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        torch.ones(1).storage()
+    assert any("TypedStorage is deprecated" in str(w.message) for w in caught)
