@@ -3,7 +3,8 @@
 Each notebook in ``course/`` is stored with its outputs.  The test re-runs it in a fresh kernel
 and compares every code cell's outputs with the stored ones, after masking what legitimately
 changes between runs (memory addresses, object ids).  A cell tagged ``nondeterministic``
-(timings) is compared by output kind only.
+(timings) is compared by output kind only; cells tagged ``gpu`` or ``mps`` depend on the
+hardware and are checked by ``tests/test_gpu.py`` instead.
 """
 from __future__ import annotations
 
@@ -25,6 +26,9 @@ MASKS = [
 ]
 
 
+HARDWARE_TAGS = {"gpu", "mps"}
+
+
 def sanitize(text: str) -> str:
     for pattern, repl in MASKS:
         text = pattern.sub(repl, text)
@@ -34,6 +38,8 @@ def sanitize(text: str) -> str:
 def comparable(cell: nbformat.NotebookNode) -> list[tuple[str, str]]:
     """(kind, text) per output: text outputs masked, rich outputs by mime type only."""
     tags = cell.get("metadata", {}).get("tags", [])
+    if HARDWARE_TAGS & set(tags):
+        return []
     out = []
     for o in cell.get("outputs", []):
         if o.output_type == "stream":
