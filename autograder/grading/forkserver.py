@@ -1,0 +1,172 @@
+"""The fork server: one per grading slot, running inside the slot's sandbox.
+
+It imports torch and the kernel machinery once, then forks one fresh IPython kernel per
+submission, so a submission pays neither the interpreter start nor ``import torch``.  It speaks
+JSON lines on stdin/stdout with the grader:
+
+    {"op": "run", "connection_file": ..., "cwd": ..., "limits": {...}}  -> {"pid": n}
+    {"op": "poll"}                                                       -> {"status": null | code}
+    {"op": "signal", "signum": n}                                        -> {"ok": true}
+    {"op": "reap"}                                                       -> {"status": code}
+
+``reap`` kills every process left in the sandbox but the server itself (the sandbox has its own
+PID namespace, so nothing a submission started can hide outside it), and waits for the kernel.
+The kernel child closes the control pipe before any learner code runs, so it can neither read
+nor forge the grader's messages; the server is not dumpable, so the kernel cannot ptrace it or
+write its memory to reach the next submission.
+"""
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import resource
+import signal
+import sys
+
+PR_SET_DUMPABLE = 4
+
+
+def _preload() -> None:
+    """What every kernel needs, loaded once.  Nothing here may start a thread (fork safety)."""
+    import IPython  # noqa: F401
+    import ipykernel.ipkernel  # noqa: F401
+    import ipykernel.kernelapp  # noqa: F401
+    import numpy  # noqa: F401
+    import torch  # noqa: F401
+    import torch.nn  # noqa: F401
+    import torch.nn.functional  # noqa: F401
+
+    import autograder.checks  # noqa: F401
+    import autograder.diagrams  # noqa: F401
+
+
+def _apply_limits(limits: dict) -> None:
+    def cap(which: int, value) -> None:
+        if value:
+            resource.setrlimit(which, (int(value), int(value)))
+
+    cap(resource.RLIMIT_AS, limits.get("memory_bytes"))
+    cap(resource.RLIMIT_CPU, limits.get("cpu_seconds"))
+    cap(resource.RLIMIT_NPROC, limits.get("processes"))
+    cap(resource.RLIMIT_FSIZE, limits.get("file_bytes"))
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+
+
+def _kernel_child(request: dict) -> None:
+    """Runs in the forked child: become a fresh kernel.  Never returns."""
+    try:
+        os.setsid()
+        devnull = os.open(os.devnull, os.O_RDWR)
+        for fd in (0, 1, 2):
+            os.dup2(devnull, fd)
+        os.closerange(3, 65536)  # the control pipe and anything else inherited
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        os.chdir(request["cwd"])
+        os.environ["HOME"] = request["cwd"]
+        os.environ.pop("JPY_PARENT_PID", None)
+        os.environ.update(request.get("env", {}))
+        _apply_limits(request.get("limits", {}))
+        sys.stdin = open(os.devnull)
+        sys.argv = ["ipykernel_launcher", "-f", request["connection_file"]]
+        sys.path[0:0] = [request["cwd"]] if request["cwd"] not in sys.path else []
+        from ipykernel.kernelapp import IPKernelApp
+
+        app = IPKernelApp.instance()
+        app.initialize(sys.argv[1:])
+        app.start()
+    except BaseException:
+        if os.environ.get("COPY_THAT_DEBUG"):
+            import traceback
+
+            with open(os.path.join(request.get("cwd", "."), "kernel-error.txt"), "w") as f:
+                traceback.print_exc(file=f)
+    finally:
+        os._exit(0)
+
+
+def _reply(out, payload: dict) -> None:
+    out.write(json.dumps(payload) + "\n")
+    out.flush()
+
+
+def _kill_everything_else(child: int | None) -> None:
+    """Kill what the last kernel left behind.
+
+    In the sandbox (its own PID namespace, flagged by the launcher) that is every process the
+    server may signal but itself and the namespace's init.  Without a sandbox only the kernel's
+    session can be reached: a process that left it survives, which is why grading without
+    bubblewrap warns loudly.
+    """
+    if os.environ.get("COPY_THAT_PIDNS") == "1" and os.getpid() < 100:
+        try:
+            os.kill(-1, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    elif child is not None:
+        try:
+            os.killpg(child, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
+def serve() -> int:
+    ctypes.CDLL(None).prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
+    _preload()
+    inp, out = sys.stdin, sys.stdout
+    sys.stdout = sys.stderr  # nothing else may write on the control pipe
+    child: int | None = None
+    status: int | None = None
+    _reply(out, {"ready": True})
+    while True:
+        line = inp.readline()
+        if not line:
+            break
+        request = json.loads(line)
+        op = request.get("op")
+        if op == "run":
+            status = None
+            child = os.fork()
+            if child == 0:
+                _kernel_child(request)
+            _reply(out, {"pid": child})
+        elif op == "poll":
+            if child is not None and status is None:
+                pid, code = os.waitpid(child, os.WNOHANG)
+                if pid == child:
+                    status = os.waitstatus_to_exitcode(code)
+            _reply(out, {"status": status if child is not None else 0})
+        elif op == "signal":
+            if child is not None and status is None:
+                try:
+                    os.killpg(child, int(request["signum"]))
+                except ProcessLookupError:
+                    pass
+            _reply(out, {"ok": True})
+        elif op == "reap":
+            _kill_everything_else(child)
+            if child is not None and status is None:
+                try:
+                    _, code = os.waitpid(child, 0)
+                    status = os.waitstatus_to_exitcode(code)
+                except ChildProcessError:
+                    status = -9
+            # collect any other zombies re-parented to us
+            while True:
+                try:
+                    pid, _ = os.waitpid(-1, os.WNOHANG)
+                except ChildProcessError:
+                    break
+                if pid == 0:
+                    break
+            _reply(out, {"status": status})
+            child = None
+        elif op == "exit":
+            break
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(serve())
