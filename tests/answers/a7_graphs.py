@@ -75,7 +75,7 @@ def reaches(output, leaf):
             return True
         stack.extend(child for child, _ in node.next_functions)
     return False
-''', message="must be skipped, not end the walk"),
+''', message="skip the None entries"),
     Answer("backward_ops", "returns a list", '''
 def backward_ops(output):
     names = []
