@@ -95,18 +95,18 @@ def test_hidden_tests_run_at_grading(assignment, tmp_path_factory):
 
 
 def hidden_test_lines(assignment: str) -> list[str]:
-    """The substantial lines of every hidden-test region of the instructor's notebook."""
+    """The substantial lines that exist only in hidden-test regions of the instructor's notebook."""
     nb = nbformat.read(source_notebook(assignment), as_version=4)
-    lines, inside = [], False
+    hidden, visible, inside = set(), set(), False
     for cell in nb.cells:
         for line in cell.source.splitlines():
             if "BEGIN HIDDEN TESTS" in line:
                 inside = True
             elif "END HIDDEN TESTS" in line:
                 inside = False
-            elif inside and len(line.strip()) > 25:
-                lines.append(line.strip())
-    return lines
+            elif len(line.strip()) > 25:
+                (hidden if inside else visible).add(line.strip())
+    return sorted(hidden - visible)
 
 
 @pytest.mark.parametrize("assignment", per_assignment())

@@ -40,26 +40,24 @@ def comparable(cell: nbformat.NotebookNode) -> list[tuple[str, str]]:
     tags = cell.get("metadata", {}).get("tags", [])
     if HARDWARE_TAGS & set(tags):
         return []
-    out = []
+    out: list[tuple[str, str]] = []
     for o in cell.get("outputs", []):
         if o.output_type == "stream":
-            text = "" if "nondeterministic" in tags else sanitize(o.text)
-            out.append((f"stream:{o.name}", text))
+            kind = f"stream:{o.name}"
+            # the kernel may flush one print in several chunks: join them before comparing
+            if out and out[-1][0] == kind:
+                out[-1] = (kind, out[-1][1] + o.text)
+            else:
+                out.append((kind, o.text))
         elif o.output_type in ("execute_result", "display_data"):
             data = o.get("data", {})
             kinds = ",".join(sorted(k for k in data if k != "text/plain"))
-            text = "" if kinds or "nondeterministic" in tags else sanitize(data.get("text/plain", ""))
+            text = "" if kinds else data.get("text/plain", "")
             out.append((f"{o.output_type}:{kinds or 'text/plain'}", text))
         elif o.output_type == "error":
             out.append(("error", f"{o.ename}: {o.evalue}"))
-    # consecutive stream chunks may be split differently between runs
-    merged: list[tuple[str, str]] = []
-    for kind, text in out:
-        if merged and kind.startswith("stream") and merged[-1][0] == kind:
-            merged[-1] = (kind, merged[-1][1] + "\n" + text if text else merged[-1][1])
-        else:
-            merged.append((kind, text))
-    return merged
+    nondeterministic = "nondeterministic" in tags
+    return [(kind, "" if nondeterministic else sanitize(text)) for kind, text in out]
 
 
 def ids(paths):
