@@ -11,7 +11,7 @@ PORT   ?= 8888
 JOBS   ?= 2
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: setup lab test exercises lectures check-exercises doctor system-deps test-deps clean
+.PHONY: setup lab test exercises lectures check-exercises doctor system-deps test-deps clean site handout
 
 setup: $(STAMP) system-deps
 
@@ -39,13 +39,20 @@ system-deps:
 	  echo "Graphviz's dot is missing: diagrams will be shown as text. To get pictures: $$hint"; \
 	fi
 
-# What the test suite needs beyond the course itself: bubblewrap for the grading sandbox.
+# What the test suite needs beyond the course itself: bubblewrap for the grading sandbox,
+# Chromium for the browser test.
 test-deps: setup
 	@if ! command -v bwrap >/dev/null 2>&1; then \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
 	    echo "Installing bubblewrap with apt-get ..."; \
 	    apt-get install -y -qq bubblewrap >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq bubblewrap; }; \
 	  else echo "bubblewrap is missing: $(SUDO) apt-get install bubblewrap"; fi; \
+	fi
+	@if ! command -v chromium >/dev/null 2>&1; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "Installing Chromium with apt-get (for the browser test) ..."; \
+	    apt-get install -y -qq chromium >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq chromium; }; \
+	  else echo "Chromium is missing, the browser test will be skipped: $(SUDO) apt-get install chromium"; fi; \
 	fi
 
 lab: setup
@@ -64,6 +71,14 @@ check-exercises: setup
 # Re-run the lectures and store their outputs (what readers see on GitHub and what the tests compare).
 lectures: setup
 	$(VENV)/bin/jupyter nbconvert --to notebook --execute --inplace --ExecutePreprocessor.timeout=600 course/*.ipynb
+
+# The lectures as static HTML with their outputs, for reading without installing anything.
+site: setup
+	$(PY) -m autograder site
+
+# What students get: build/handout/copy-that/ and .zip (course/, exercises/, README; no solutions).
+handout: setup
+	$(PY) -m autograder handout
 
 doctor: setup
 	$(PY) -m autograder doctor

@@ -42,14 +42,23 @@ def cmd_build(args: argparse.Namespace) -> int:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    from .selfcheck import check_notebook
-
     path = Path(args.notebook)
     if not path.is_file():
         console.print(f"[red]no such notebook: {path}[/]")
         return 2
+    if getattr(args, "watch", False):
+        from .watch import watch_check
+
+        return watch_check(path, lambda: _check_once(path, args.timeout), console)
+    return 0 if _check_once(path, args.timeout).all_passed else 1
+
+
+def _check_once(path: Path, timeout: int):
+    """Run the notebook once and print its table; return the CheckReport."""
+    from .selfcheck import check_notebook
+
     with console.status(f"running {path.name} ..."):
-        report = check_notebook(path, timeout=args.timeout)
+        report = check_notebook(path, timeout=timeout)
     table = Table(title=f"{path.name}: visible tests", show_lines=True)
     table.add_column("test")
     table.add_column("", justify="center")
@@ -66,7 +75,50 @@ def cmd_check(args: argparse.Namespace) -> int:
     passed = sum(r.passed for r in report.results)
     console.print(f"{passed}/{len(report.results)} visible tests pass, {report.score:g}/{report.max_score:g} points. "
                   "Hidden tests run when the assignment is graded.")
-    return 0 if report.all_passed else 1
+    return report
+
+
+def cmd_progress(args: argparse.Namespace) -> int:
+    from .progress import learner_root, progress, summary, table
+
+    root = learner_root(args.root)
+    seen = []
+    with console.status("checking the exercises (unchanged notebooks come from the cache) ...") as status:
+        def done(row):
+            seen.append(row)
+            status.update(f"checked {len(seen)} exercise(s), last: {row.assignment} ...")
+
+        rows = progress(root, use_cache=not args.no_cache, jobs=args.jobs, timeout=args.timeout, on_done=done)
+    console.print(table(rows))
+    console.print(summary(rows))
+    return 0
+
+
+def cmd_handout(args: argparse.Namespace) -> int:
+    from .course import find_root
+    from .handout import HandoutError, make_handout
+
+    root = find_root()
+    try:
+        with console.status("generating the student handout ..."):
+            made = make_handout(root, Path(args.out) if args.out else root / "build" / "handout", not args.no_zip)
+    except HandoutError as exc:
+        console.print(f"[red]{exc}[/]")
+        return 1
+    print(f"handout: {made.folder}" + (f"\nzip:     {made.zip}" if made.zip else ""))
+    return 0
+
+
+def cmd_site(args: argparse.Namespace) -> int:
+    from .course import find_root
+    from .site import build_site
+
+    root = find_root()
+    out = Path(args.out) if args.out else root / "build" / "site"
+    with console.status("rendering the lectures ..."):
+        written = build_site(root, out)
+    print(f"site: {len(written) - 1} lecture page(s) and an index in {out}\nopen {out / 'index.html'}")
+    return 0
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -84,7 +136,24 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("check", help="run a notebook and show its tests: pass/fail, points, diagnostics")
     p.add_argument("notebook")
     p.add_argument("--timeout", type=int, default=60, help="seconds per cell (default 60)")
+    p.add_argument("--watch", action="store_true", help="check again every time the notebook is saved; hints after a failure")
     p.set_defaults(func=cmd_check)
+
+    p = sub.add_parser("progress", help="every exercise in one table: done, failing, not started, points")
+    p.add_argument("--root", help="the course folder (default: the nearest one holding exercises/)")
+    p.add_argument("--jobs", type=int, default=2, help="notebooks checked side by side (default 2)")
+    p.add_argument("--timeout", type=int, default=60, help="seconds per cell (default 60)")
+    p.add_argument("--no-cache", action="store_true", help="re-run every notebook, even unchanged ones")
+    p.set_defaults(func=cmd_progress)
+
+    p = sub.add_parser("handout", help="the student folder and zip: course/, exercises/, README; no solutions")
+    p.add_argument("--out", help="where to write copy-that/ and copy-that.zip (default: build/handout)")
+    p.add_argument("--no-zip", action="store_true", help="write the folder only")
+    p.set_defaults(func=cmd_handout)
+
+    p = sub.add_parser("site", help="render the lectures with their outputs to static HTML (build/site)")
+    p.add_argument("--out", help="output folder (default: build/site)")
+    p.set_defaults(func=cmd_site)
     return parser
 
 

@@ -1,0 +1,175 @@
+"""``make handout``: the folder (and zip) a student gets: lectures, exercises, the helper package
+and a student README; no ``solutions/``, no hidden tests, no answer corpora.
+
+The exercises are generated afresh from ``solutions/`` with nbgrader (as ``autograder build``
+does), so the handout never carries a stale or half-edited release; then every notebook of the
+handout is checked for leaks before the zip is written.
+"""
+from __future__ import annotations
+
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import nbformat
+
+from .build import generate_into
+from .course import LECTURE_DIR, RELEASE_DIR, SOURCE_DIR, role
+
+NAME = "copy-that"
+# What a student needs to run the lectures and check the exercises, relative to the course root.
+FILES = ["nbgrader_config.py", "pyproject.toml", "requirements.txt", "environment.yml"]
+PACKAGE = "autograder"
+# Never in a handout, at any depth.
+FORBIDDEN = {SOURCE_DIR, "tests", "gradebook.db", "submitted", "autograded", "feedback", "release", "source", "tools"}
+HIDDEN_MARKERS = ("BEGIN HIDDEN TESTS", "END HIDDEN TESTS", "BEGIN SOLUTION", "END SOLUTION")
+IGNORE = shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__", "*.pyc", ".DS_Store")
+
+
+class HandoutError(RuntimeError):
+    """The handout would give away solutions or hidden tests."""
+
+
+@dataclass
+class Handout:
+    folder: Path
+    zip: Path | None
+
+
+def _secret_lines(source_nb: nbformat.NotebookNode) -> set[str]:
+    """Lines that exist only inside solution or hidden-test regions of the instructor's notebook."""
+    inside_lines, outside_lines = set(), set()
+    for cell in source_nb.cells:
+        inside = False
+        for line in cell.source.splitlines():
+            if "BEGIN SOLUTION" in line or "BEGIN HIDDEN TESTS" in line:
+                inside = True
+            elif "END SOLUTION" in line or "END HIDDEN TESTS" in line:
+                inside = False
+            elif len(line.strip()) > 12:
+                (inside_lines if inside else outside_lines).add(line.strip())
+        if role(cell).is_manual and cell.cell_type == "markdown":  # the model answer of a written question
+            inside_lines.add(cell.source.strip())
+    return inside_lines - outside_lines
+
+
+def leaks(folder: Path, root: Path) -> list[str]:
+    """What in the handout ``folder`` would give answers away (empty when nothing does)."""
+    found = []
+    for path in sorted(folder.rglob("*")):
+        rel = path.relative_to(folder)
+        if FORBIDDEN & set(rel.parts):
+            found.append(f"{rel}: not for students")
+    for nb_path in sorted(folder.rglob("*.ipynb")):
+        text = nb_path.read_text(encoding="utf-8")
+        rel = nb_path.relative_to(folder)
+        found += [f"{rel}: contains {m!r}" for m in HIDDEN_MARKERS if m in text]
+        if rel.parts[0] != RELEASE_DIR:  # lectures teach in the open: only exercises can leak answers
+            continue
+        source = root / SOURCE_DIR / Path(*rel.parts[1:])  # the instructor's version of this notebook
+        if not source.is_file():
+            continue
+        secrets = _secret_lines(nbformat.read(source, as_version=4))
+        nb = nbformat.read(nb_path, as_version=4)
+        shown = {line.strip() for c in nb.cells for line in c.source.splitlines()}
+        shown |= {c.source.strip() for c in nb.cells}
+        leaked = sorted(shown & secrets)
+        if leaked:
+            found.append(f"{rel}: shows solution or hidden-test code, e.g. {leaked[0][:60]!r}")
+    return found
+
+
+def student_readme(root: Path, release: Path | None = None) -> str:
+    """The README.md of the handout: setup, the lectures and exercises in order, how to check."""
+    from .site import _title_and_blurb, pages
+
+    lectures = "\n".join(f"{i}. `course/{p.notebook.name}`: {p.title}" for i, p in enumerate(pages(root), 1))
+    release = release or root / RELEASE_DIR
+    items = []
+    for nb_path in sorted(release.glob("*/*.ipynb")):
+        title, _ = _title_and_blurb(nbformat.read(nb_path, as_version=4), nb_path.stem)
+        items.append(f"- `{RELEASE_DIR}/{nb_path.parent.name}/{nb_path.name}`: {title}")
+    exercises = "\n".join(items)
+    return f"""# Copy That: what PyTorch copies, and what it does not
+
+A hands-on course in JupyterLab: names and views, `clone()`, `detach()`, the grad modes,
+`copy_()`, `deepcopy` and `state_dict`, autograd graphs, copies between devices. Read a lecture,
+predict each answer before you run the cell, then do its exercise and check it yourself.
+
+## Set up (once)
+
+With Python 3.11 (the course pins exact versions, so you see what the grader sees):
+
+```bash
+python3.11 -m venv .venv
+.venv/bin/pip install -r requirements.txt
+.venv/bin/pip install --no-deps -e .
+.venv/bin/python -m autograder doctor      # versions, Graphviz, GPU: says what to fix
+```
+
+or with conda: `conda env create -f environment.yml && conda activate copy-that`.
+Pictures need Graphviz's `dot` (Debian/Ubuntu: `sudo apt-get install graphviz`, macOS:
+`brew install graphviz`); without it the diagrams are drawn as text.
+
+## Work
+
+```bash
+.venv/bin/jupyter lab course/00_start_here.ipynb
+```
+
+Lectures, in order:
+
+{lectures}
+
+Exercises (write the body of each function; the visible tests print ✓ lines):
+
+{exercises}
+
+## Check your work
+
+In a terminal at this folder (in JupyterLab: File → New → Terminal):
+
+```bash
+.venv/bin/python -m autograder check exercises/a1_views/a1_views.ipynb           # one exercise
+.venv/bin/python -m autograder check exercises/a1_views/a1_views.ipynb --watch   # again on every save, with hints
+.venv/bin/python -m autograder progress                                          # every exercise in one table
+```
+
+Only the visible tests run here. Hidden tests (other dtypes, non-contiguous views, the traps the
+lectures warn about) and the written answers count when your instructor grades the assignment,
+so a ✓ everywhere is a good sign, not the final grade. Submit the way your instructor tells you
+(on JupyterHub: the Assignments tab).
+"""
+
+
+def make_handout(root: Path, out: Path, make_zip: bool = True) -> Handout:
+    """Write ``out/copy-that/`` (and ``out/copy-that.zip``) from the course at ``root``.
+
+    Raises :class:`HandoutError`, and leaves nothing behind, when anything would leak.
+    """
+    out.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="copy-that-handout-", dir=out) as tmp:
+        stage = Path(tmp) / NAME
+        stage.mkdir()
+        shutil.copytree(root / LECTURE_DIR, stage / LECTURE_DIR, ignore=IGNORE)
+        if (root / SOURCE_DIR).is_dir():
+            generate_into(root, stage / RELEASE_DIR)
+        else:  # a course without instructor sources: hand out the release as it is
+            shutil.copytree(root / RELEASE_DIR, stage / RELEASE_DIR, ignore=IGNORE)
+        shutil.copytree(root / PACKAGE, stage / PACKAGE, ignore=IGNORE)
+        for name in FILES:
+            if (root / name).is_file():
+                shutil.copy2(root / name, stage / name)
+        (stage / "README.md").write_text(student_readme(root, stage / RELEASE_DIR), encoding="utf-8")
+        problems = leaks(stage, root)
+        if problems:
+            raise HandoutError("the handout would give answers away:\n  " + "\n  ".join(problems))
+        folder = out / NAME
+        if folder.exists():
+            shutil.rmtree(folder)
+        stage.rename(folder)
+    archive = None
+    if make_zip:
+        archive = Path(shutil.make_archive(str(out / NAME), "zip", root_dir=out, base_dir=NAME))
+    return Handout(folder, archive)

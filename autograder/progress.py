@@ -1,0 +1,213 @@
+"""Every exercise of the course in one table, from the learner's own notebooks in ``exercises/``.
+
+Each notebook is run with :func:`autograder.selfcheck.check_notebook` (visible tests only, as
+``autograder check`` does).  Results are cached on disk, keyed by the sha256 of the notebook's
+bytes and the package version (plus the test helpers' source), so a second ``progress`` only
+runs the notebooks that changed.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Callable
+
+import nbformat
+
+from . import __version__
+from .course import RELEASE_DIR, notebooks, role
+from .selfcheck import CELL_TIMEOUT, CheckReport, TestResult, check_notebook
+
+CACHE_ENV = "COPY_THAT_CACHE"
+CACHE_FORMAT = 1
+
+
+@dataclass
+class ExerciseProgress:
+    """Where a learner stands on one exercise notebook."""
+
+    assignment: str
+    notebook: Path | None
+    status: str              # "done", "failing", "not started", "missing"
+    passed: int              # visible tests passing
+    tests: int               # visible tests
+    points: float            # points earned on the visible tests
+    visible_points: float    # points the visible tests are worth
+    total_points: float      # what the whole assignment is worth when graded (hidden tests, manual answers)
+    diagnostic: str          # the first failing test and its message, or a problem running the notebook
+    cached: bool = False
+
+
+def learner_root(start: str | os.PathLike | None = None) -> Path:
+    """The nearest folder above ``start`` holding ``exercises/`` (a course checkout or a student
+    handout); else ``start`` itself when it holds assignment folders (what JupyterHub's
+    Assignments tab fetches: ``~/copy-that/a1_views/a1_views.ipynb``)."""
+    here = Path(start or os.getcwd()).resolve()
+    for folder in (here, *here.parents):
+        if (folder / RELEASE_DIR).is_dir():
+            return folder
+    if any(here.glob("*/*.ipynb")):
+        return here
+    raise FileNotFoundError(f"no {RELEASE_DIR}/ folder in {here} or above, and no assignment folders in it: "
+                            "run this in the course folder, or pass --root")
+
+
+def exercises_folder(root: Path) -> Path:
+    """``root/exercises`` when there is one, else ``root`` (a folder of fetched assignments)."""
+    return root / RELEASE_DIR if (root / RELEASE_DIR).is_dir() else root
+
+
+def default_cache_dir(root: Path) -> Path:
+    """``$COPY_THAT_CACHE`` when set, else ``<root>/.cache/copy-that/progress``."""
+    env = os.environ.get(CACHE_ENV)
+    return Path(env) if env else root / ".cache" / "copy-that" / "progress"
+
+
+def _helpers_digest() -> str:
+    # Test cells call autograder.checks: a changed helper may change a result.
+    return hashlib.sha256((Path(__file__).parent / "checks.py").read_bytes()).hexdigest()[:16]
+
+
+def cache_key(path: Path) -> str:
+    """sha256 of the notebook's bytes, the package version and the test helpers."""
+    h = hashlib.sha256(path.read_bytes())
+    h.update(f"\0{__version__}\0{_helpers_digest()}\0{CACHE_FORMAT}".encode())
+    return h.hexdigest()
+
+
+def _load(cache: Path, key: str, path: Path) -> CheckReport | None:
+    try:
+        data = json.loads((cache / f"{key}.json").read_text())
+        return CheckReport(path, [TestResult(**r) for r in data["results"]], data["problems"], data["hidden"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def _store(cache: Path, key: str, report: CheckReport) -> None:
+    cache.mkdir(parents=True, exist_ok=True)
+    data = {"results": [asdict(r) for r in report.results], "problems": report.problems, "hidden": report.hidden}
+    tmp = cache / f"{key}.json.{os.getpid()}.{threading.get_ident()}.tmp"
+    tmp.write_text(json.dumps(data))
+    tmp.replace(cache / f"{key}.json")  # atomic: a second progress running alongside never reads half a file
+
+
+def cached_check(path: Path, cache: Path | None, timeout: int = CELL_TIMEOUT) -> tuple[CheckReport, bool]:
+    """The notebook's check report, from the cache when its content was checked before."""
+    key = cache_key(path) if cache else ""
+    if cache:
+        hit = _load(cache, key, path)
+        if hit is not None:
+            return hit, True
+    report = check_notebook(path, timeout=timeout)
+    if cache:
+        _store(cache, key, report)
+    return report, False
+
+
+def _total_points(path: Path) -> float:
+    nb = nbformat.read(path, as_version=4)
+    return sum(role(c).points for c in nb.cells if role(c).grade)
+
+
+def summarize(assignment: str, path: Path, report: CheckReport, cached: bool = False) -> ExerciseProgress:
+    """One table row from a check report."""
+    results = report.results
+    passed = sum(r.passed for r in results)
+    first_bad = next((r for r in results if r.status not in ("passed", "not started")), None)
+    # An untouched answer cell raises NotImplementedError: not started, not a problem.
+    problems = [p for p in report.problems if "NotImplementedError" not in p]
+    if results and passed == len(results) and not report.problems:
+        status, diagnostic = "done", ""
+    elif results and all(r.status == "not started" for r in results) and not problems:
+        status, diagnostic = "not started", ""
+    else:
+        status = "failing"
+        if first_bad is not None:
+            diagnostic = f"{first_bad.grade_id}: {first_bad.message or first_bad.status}"
+        elif problems:
+            diagnostic = problems[0]
+        elif not results:
+            diagnostic = "no visible tests ran"
+        else:  # some tests pass, the others still raise NotImplementedError
+            todo = next(r for r in results if not r.passed)
+            diagnostic = f"{todo.grade_id}: {todo.message}"
+    return ExerciseProgress(
+        assignment=assignment, notebook=path, status=status, passed=passed, tests=len(results),
+        points=report.score, visible_points=report.max_score, total_points=_total_points(path),
+        diagnostic=diagnostic, cached=cached,
+    )
+
+
+def exercise_notebooks(root: Path) -> list[tuple[str, Path | None]]:
+    """(assignment, notebook) for every assignment folder of ``exercises/`` (or of ``root``), in order."""
+    out = []
+    release = exercises_folder(root)
+    for folder in sorted(p for p in release.iterdir() if p.is_dir() and not p.name.startswith(".")):
+        found = notebooks(folder)
+        if release == root and not found:
+            continue  # not an assignment folder (a .cache, an outbound folder)
+        preferred = [p for p in found if p.stem == folder.name]
+        out.append((folder.name, (preferred or found or [None])[0]))
+    return out
+
+
+def progress(root: Path, cache: Path | None = None, use_cache: bool = True, jobs: int = 2,
+             timeout: int = CELL_TIMEOUT,
+             on_done: Callable[[ExerciseProgress], None] | None = None) -> list[ExerciseProgress]:
+    """Check every exercise notebook under ``root/exercises`` (cached by content), one row each."""
+    cache = (cache or default_cache_dir(root)) if use_cache else None
+    items = exercise_notebooks(root)
+
+    def one(item: tuple[str, Path | None]) -> ExerciseProgress:
+        assignment, path = item
+        if path is None:
+            row = ExerciseProgress(assignment, None, "missing", 0, 0, 0.0, 0.0, 0.0,
+                                   f"no notebook in {RELEASE_DIR}/{assignment}/")
+        else:
+            report, hit = cached_check(path, cache, timeout)
+            row = summarize(assignment, path, report, hit)
+        if on_done:
+            on_done(row)
+        return row
+
+    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+        return list(pool.map(one, items))
+
+
+STATUS_MARKS = {"done": "[green]\u2713 done[/]", "failing": "[red]\u2717 failing[/]",
+                "not started": "[dim]\u00b7 not started[/]", "missing": "[yellow]? missing[/]"}
+
+
+def table(rows: list[ExerciseProgress]):
+    """The progress table (a rich Table): one row per exercise."""
+    from rich.markup import escape
+    from rich.table import Table
+
+    t = Table(title="Copy That: your progress (visible tests)", show_lines=False)
+    t.add_column("exercise")
+    t.add_column("status")
+    t.add_column("tests", justify="right")
+    t.add_column("points", justify="right")
+    t.add_column("first diagnostic", overflow="fold")
+    for r in rows:
+        t.add_row(r.assignment, STATUS_MARKS.get(r.status, r.status), f"{r.passed}/{r.tests}",
+                  f"{r.points:g}/{r.visible_points:g}", escape(r.diagnostic))
+    return t
+
+
+def summary(rows: list[ExerciseProgress]) -> str:
+    """One line under the table: exercises done, points so far, what grading adds."""
+    done = sum(r.status == "done" for r in rows)
+    points = sum(r.points for r in rows)
+    visible = sum(r.visible_points for r in rows)
+    total = sum(r.total_points for r in rows)
+    cached = sum(r.cached for r in rows)
+    line = (f"{done}/{len(rows)} exercises done, {points:g}/{visible:g} visible points. "
+            f"Graded out of {total:g}: hidden tests and written answers count when the assignment is graded.")
+    if cached:
+        line += f" ({cached} unchanged notebook(s) taken from the cache.)"
+    return line

@@ -1,0 +1,205 @@
+"""``make site``: the lectures as static HTML, outputs and pictures included, for reading anywhere.
+
+Each notebook of ``course/`` is rendered with nbconvert's JupyterLab template, as stored (the
+lectures are committed executed), with every image embedded in the page (``data:`` URIs), so
+the folder can be opened from disk, copied, or served by any static host.  An index page lists
+the lectures; every page links to the index and to the previous and next lecture.
+"""
+from __future__ import annotations
+
+import html
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import nbformat
+
+from .course import LECTURE_DIR, notebooks
+
+COURSE_TITLE = "Copy That"
+
+TEMPLATE = r"""
+{%- extends 'index.html.j2' -%}
+{%- block html_head_js_requirejs -%}{%- endblock html_head_js_requirejs -%}
+{% block extra_css %}
+{{ super() }}
+<style>{{ resources.copy_that.css }}</style>
+{% endblock extra_css %}
+{%- block body_header -%}
+{{ super() }}
+{{ resources.copy_that.nav }}
+{%- endblock body_header -%}
+{#- Diagrams carry their text drawing (text/plain) as the picture's alternative text. -#}
+{% block data_svg scoped -%}
+<div class="jp-RenderedSVG jp-OutputArea-output {{ extra_class }}" data-mime-type="image/svg+xml">
+<img src="data:image/svg+xml;base64,{{ output.data['image/svg+xml'] | text_base64 | escape_html }}" alt="{{ output.data.get('text/plain', 'a picture') | escape_html }}">
+</div>
+{%- endblock data_svg %}
+{% block body_footer %}
+{{ resources.copy_that.nav }}
+{{ super() }}
+{% endblock body_footer %}
+"""
+
+CSS = """
+nav.ct-nav { display: flex; justify-content: space-between; gap: 1em; align-items: baseline;
+  max-width: 1100px; margin: 0.5em auto; padding: 0.6em 1em; border: 1px solid #ddd;
+  border-radius: 6px; background: #f7f7f9; font-family: system-ui, sans-serif; font-size: 15px; }
+nav.ct-nav a { text-decoration: none; }
+nav.ct-nav .ct-prev, nav.ct-nav .ct-next { flex: 1; }
+nav.ct-nav .ct-next { text-align: right; }
+nav.ct-nav .ct-home { font-weight: 600; }
+"""
+
+INDEX_CSS = """
+body { font-family: system-ui, sans-serif; max-width: 900px; margin: 2em auto; padding: 0 1em;
+  line-height: 1.5; color: #222; }
+ol.ct-lectures li { margin-bottom: 1em; }
+ol.ct-lectures a { font-size: 1.15em; font-weight: 600; text-decoration: none; }
+.ct-blurb { color: #444; }
+.ct-note { color: #777; font-size: 0.9em; }
+code { background: #f3f3f3; padding: 0 0.2em; border-radius: 3px; }
+"""
+
+
+@dataclass
+class Page:
+    """One lecture of the site."""
+
+    notebook: Path
+    html_name: str
+    title: str
+    blurb: str          # first paragraph after the title, as HTML
+    has_outputs: bool   # False for a lecture stored without running it
+
+
+def _plain(markdown: str) -> str:
+    """The text of one line of markdown (``detach()`` -> detach())."""
+    from nbconvert.filters.markdown import markdown2html
+
+    return html.unescape(re.sub(r"<[^>]+>", "", markdown2html(markdown))).strip()
+
+
+def _title_and_blurb(nb: nbformat.NotebookNode, fallback: str) -> tuple[str, str]:
+    from nbconvert.filters.markdown import markdown2html
+
+    for cell in nb.cells:
+        if cell.cell_type != "markdown":
+            continue
+        lines = cell.source.strip().splitlines()
+        title = next((_plain(l.lstrip("#").strip()) for l in lines if l.startswith("# ")), None)
+        if title is None:
+            continue
+        rest = "\n".join(l for l in lines if not l.startswith("#")).strip()
+        para = re.split(r"\n\s*\n", rest)[0] if rest else ""
+        return title, (markdown2html(para).strip() if para else "")
+    return fallback, ""
+
+
+def pages(root: Path) -> list[Page]:
+    """The lectures of ``course/`` in order (any number of them), with titles for the navigation."""
+    out = []
+    for path in notebooks(root / LECTURE_DIR):
+        nb = nbformat.read(path, as_version=4)
+        title, blurb = _title_and_blurb(nb, path.stem.replace("_", " "))
+        code = [c for c in nb.cells if c.cell_type == "code" and c.source.strip()]
+        has_outputs = not code or any(c.get("outputs") for c in code)
+        out.append(Page(path, path.stem + ".html", title, blurb, has_outputs))
+    return out
+
+
+def _nav(prev: Page | None, nxt: Page | None) -> str:
+    def link(page: Page | None, cls: str, arrow: str) -> str:
+        if page is None:
+            return f'<span class="{cls}"></span>'
+        text = f"{arrow} {html.escape(page.title)}" if arrow == "\u2190" else f"{html.escape(page.title)} {arrow}"
+        return f'<span class="{cls}"><a href="{html.escape(page.html_name)}" rel="{cls[3:]}">{text}</a></span>'
+
+    return ('<nav class="ct-nav">' + link(prev, "ct-prev", "\u2190")
+            + f'<a class="ct-home" href="index.html">{COURSE_TITLE}: all lectures</a>'
+            + link(nxt, "ct-next", "\u2192") + "</nav>")
+
+
+HREF = re.compile(r'(<a\b[^>]*?)\shref="([^"]*)"')
+
+
+def fix_links(page_html: str, site_names: set[str]) -> str:
+    """Links between lectures (``02_clone.ipynb``) go to their pages; links to files outside the
+    site (an exercise notebook) become plain text, so the site holds no broken link."""
+    def repl(m: re.Match) -> str:
+        tag, href = m.group(1), html.unescape(m.group(2))
+        if re.match(r"^(#|[a-z][a-z0-9+.\-]*:|//)", href, re.I):  # anchors, http:, mailto:, data:
+            return m.group(0)
+        target, _, anchor = href.partition("#")
+        name = Path(target).name
+        if target.endswith(".ipynb") and Path(name).stem + ".html" in site_names and "/" not in target.lstrip("./"):
+            new = Path(name).stem + ".html" + (f"#{anchor}" if anchor else "")
+            return f'{tag} href="{html.escape(new)}"'
+        if target in site_names:
+            return m.group(0)
+        return f'{tag} title="{html.escape(href)} (in the course folder)"'
+
+    return HREF.sub(repl, page_html)
+
+
+def _exporter():
+    from jinja2 import DictLoader
+    from nbconvert import HTMLExporter
+
+    return HTMLExporter(template_name="lab", extra_loaders=[DictLoader({"copy_that.html.j2": TEMPLATE})],
+                        template_file="copy_that.html.j2", embed_images=True)
+
+
+def render_page(page: Page, prev: Page | None, nxt: Page | None, site_names: set[str]) -> str:
+    """One lecture as a standalone HTML page, images embedded, with the navigation bars."""
+    nb = nbformat.read(page.notebook, as_version=4)
+    resources = {
+        "metadata": {"name": page.title, "path": str(page.notebook.parent)},
+        "copy_that": {"nav": _nav(prev, nxt), "css": CSS},
+    }
+    body, _ = _exporter().from_notebook_node(nb, resources=resources)
+    return fix_links(body, site_names)
+
+
+def render_index(all_pages: list[Page]) -> str:
+    items = []
+    for p in all_pages:
+        note = "" if p.has_outputs else ' <span class="ct-note">(stored without outputs: run it in JupyterLab)</span>'
+        items.append(f'<li><a href="{html.escape(p.html_name)}">{html.escape(p.title)}</a>{note}'
+                     f'<div class="ct-blurb">{p.blurb}</div></li>')
+    first = f'<a href="{html.escape(all_pages[0].html_name)}">start here</a>' if all_pages else "start here"
+    return f"""<!DOCTYPE html>
+<html lang="en">
+<head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1.0">
+<title>{COURSE_TITLE}: lectures</title><style>{INDEX_CSS}</style></head>
+<body>
+<h1>{COURSE_TITLE}: what PyTorch copies, and what it does not</h1>
+<p>The lectures with their outputs, memory diagrams and autograd graphs, to read in a browser
+without installing anything ({first}). To run them and do the exercises, set up the course and
+open it in JupyterLab (<code>make lab</code>); check an exercise with
+<code>python -m autograder check exercises/aN_slug/aN_slug.ipynb</code>.</p>
+<ol class="ct-lectures">
+{chr(10).join(items)}
+</ol>
+</body>
+</html>
+"""
+
+
+def build_site(root: Path, out: Path) -> list[Path]:
+    """Render every lecture of ``root/course`` and an index into ``out``; return the files written."""
+    all_pages = pages(root)
+    out.mkdir(parents=True, exist_ok=True)
+    for stale in out.glob("*.html"):  # a lecture renamed or removed since the last build
+        stale.unlink()
+    names = {p.html_name for p in all_pages} | {"index.html"}
+    written = []
+    for i, page in enumerate(all_pages):
+        prev = all_pages[i - 1] if i > 0 else None
+        nxt = all_pages[i + 1] if i + 1 < len(all_pages) else None
+        target = out / page.html_name
+        target.write_text(render_page(page, prev, nxt, names), encoding="utf-8")
+        written.append(target)
+    index = out / "index.html"
+    index.write_text(fix_links(render_index(all_pages), names), encoding="utf-8")
+    return [index, *written]

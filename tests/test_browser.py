@@ -1,0 +1,336 @@
+"""What a learner and an instructor do, in JupyterLab, in a real browser.
+
+The test starts ``jupyter lab`` on loopback in a temporary copy of the course (the repository's
+notebooks are never touched) and drives Debian's Chromium, headless, with Playwright:
+
+- a learner opens the start notebook and a lecture, runs all cells, and sees the memory diagram
+  and the torchviz graph rendered as pictures, with no cell in error;
+- a learner types a wrong answer into an exercise, runs it, and reads the diagnostic of the
+  failing test;
+- an instructor opens nbgrader's formgrader.
+
+Screenshots go to ``$COPY_THAT_SCREENSHOTS`` (or a temporary folder, printed in the test output).
+Without Chromium or Playwright the test is skipped, except under CI (``$CI`` set), where it fails.
+``$COPY_THAT_CHROMIUM`` picks another Chromium or Chrome executable.
+"""
+from __future__ import annotations
+
+import os
+import re
+import secrets
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.parse
+import urllib.request
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from autograder.course import LECTURE_DIR, RELEASE_DIR, SOURCE_DIR, lectures, role
+from harness import ROOT
+
+pytestmark = pytest.mark.xdist_group("browser")
+
+CHROMIUM_FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                  "--disable-component-update", "--disable-sync", "--no-first-run"]
+SERVER_START_S = 90
+RUN_ALL_S = 150
+START = "00_start_here.ipynb"
+EXERCISE = "a1_views"
+
+
+def chromium_path() -> str | None:
+    """``$COPY_THAT_CHROMIUM`` when set, else Debian's ``chromium`` on PATH."""
+    chosen = os.environ.get("COPY_THAT_CHROMIUM")
+    if chosen:
+        return chosen if os.access(chosen, os.X_OK) else None
+    for name in ("chromium", "chromium-browser"):
+        found = shutil.which(name)
+        if found:
+            return found
+    return "/usr/bin/chromium" if os.path.exists("/usr/bin/chromium") else None
+
+
+def _require_browser() -> str:
+    """The Chromium executable; skip (fail under CI) when it or Playwright is missing."""
+    missing = []
+    try:
+        import playwright.sync_api  # noqa: F401
+    except ImportError:
+        missing.append("Playwright for Python (`.venv/bin/pip install -r requirements.txt`)")
+    chromium = chromium_path()
+    if chromium is None:
+        missing.append("Chromium (`sudo apt-get install chromium`; `make test-deps` does it as root)")
+    if missing:
+        message = "the browser test needs " + " and ".join(missing)
+        if os.environ.get("CI"):
+            pytest.fail(message + " (CI is set: the browser test must run)", pytrace=False)
+        pytest.skip(message)
+    return chromium
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _course_copy(dest: Path) -> Path:
+    ignore = shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__")
+    for folder in (LECTURE_DIR, RELEASE_DIR, SOURCE_DIR):  # solutions/ for the formgrader's list
+        shutil.copytree(ROOT / folder, dest / folder, ignore=ignore)
+    shutil.copy2(ROOT / "nbgrader_config.py", dest / "nbgrader_config.py")
+    # An exchange of its own, as on a hub: the formgrader then offers release and collect.
+    exchange = dest.parent / "exchange"
+    exchange.mkdir()
+    exchange.chmod(0o777)
+    with open(dest / "nbgrader_config.py", "a") as config:
+        config.write(f"\nc.Exchange.root = {str(exchange)!r}\n")
+    return dest
+
+
+def screenshot(page, path: Path, show=None) -> None:
+    """Scroll ``show`` (a locator) to the top of the notebook, let the cells paint, and save the page."""
+    if show is not None:
+        show.evaluate("e => e.scrollIntoView({block: 'start'})")
+        show.wait_for(state="visible")
+    # JupyterLab paints cells scrolled into view lazily (content-visibility): give it two frames.
+    page.evaluate("() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))")
+    page.wait_for_timeout(300)
+    page.screenshot(path=str(path))
+    assert path.stat().st_size > 10_000, f"{path.name} is empty"
+    if show is not None:  # the notebook area shows something, not a blank panel
+        from PIL import Image
+
+        box = page.locator(f"{PANEL} .jp-WindowedPanel-outer, {PANEL} .jp-Notebook").first.bounding_box()
+        area = Image.open(path).convert("L").crop((int(box["x"]), int(box["y"]),
+                                                   int(box["x"] + box["width"]), int(box["y"] + box["height"])))
+        histogram = area.histogram()
+        assert sum(histogram[:240]) / sum(histogram) > 0.01, f"{path.name}: the notebook area is blank"
+
+
+@pytest.fixture(scope="module")
+def shots(tmp_path_factory) -> Path:
+    folder = Path(os.environ.get("COPY_THAT_SCREENSHOTS") or tmp_path_factory.mktemp("screenshots"))
+    folder.mkdir(parents=True, exist_ok=True)
+    print(f"\nscreenshots: {folder}")
+    return folder
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory):
+    """(base URL, token, course folder) of a ``jupyter lab`` serving a copy of the course."""
+    _require_browser()
+    work = tmp_path_factory.mktemp("lab")
+    course = _course_copy(work / "course-copy")
+    port, token = _free_port(), secrets.token_hex(16)
+    env = dict(os.environ)
+    env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", "")
+    for var, sub in (("JUPYTER_CONFIG_DIR", "config"), ("JUPYTER_RUNTIME_DIR", "runtime"),
+                     ("JUPYTERLAB_SETTINGS_DIR", "settings"), ("JUPYTERLAB_WORKSPACES_DIR", "workspaces")):
+        env[var] = str(work / sub)
+    cmd = [sys.executable, "-m", "jupyterlab", "--no-browser", "--ip", "127.0.0.1", "--port", str(port),
+           f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={course}",
+           "--LabServerApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"]
+    if os.geteuid() == 0:
+        cmd.append("--allow-root")
+    log = open(work / "jupyter.log", "w")
+    server = subprocess.Popen(cmd, cwd=course, env=env, stdout=log, stderr=subprocess.STDOUT)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + SERVER_START_S
+        while True:
+            if server.poll() is not None:
+                pytest.fail(f"jupyter lab exited with {server.returncode}:\n{(work / 'jupyter.log').read_text()[-3000:]}")
+            try:
+                with urllib.request.urlopen(f"{base}/api/status?token={token}", timeout=2) as r:
+                    if r.status == 200:
+                        break
+            except OSError:
+                pass
+            if time.monotonic() > deadline:
+                pytest.fail(f"jupyter lab did not answer in {SERVER_START_S} s:\n{(work / 'jupyter.log').read_text()[-3000:]}")
+            time.sleep(0.5)
+        yield base, token, course
+    finally:
+        server.terminate()
+        try:
+            server.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()
+        log.close()
+
+
+@pytest.fixture(scope="module")
+def browser(lab):
+    from playwright.sync_api import sync_playwright
+
+    chromium = _require_browser()
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=chromium, headless=True, args=CHROMIUM_FLAGS)
+        try:
+            yield b
+        finally:
+            b.close()
+
+
+@pytest.fixture
+def page(browser):
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    pg = context.new_page()
+    pg.set_default_timeout(60_000)
+    try:
+        yield pg
+    finally:
+        context.close()
+
+
+# --- driving JupyterLab ---------------------------------------------------------------------
+
+PANEL = ".jp-NotebookPanel:not(.lm-mod-hidden)"
+
+
+def dismiss_news(page) -> None:
+    """Answer "No" to JupyterLab's first-start question about Jupyter news, if it is showing."""
+    toast = page.locator(".jp-Notification-Toast-content, .Toastify__toast").filter(has_text="news")
+    try:
+        toast.first.wait_for(state="visible", timeout=3_000)
+    except Exception:  # no toast this time
+        return
+    toast.first.get_by_role("button", name="No", exact=True).click()
+    toast.first.wait_for(state="hidden", timeout=10_000)
+
+
+def open_notebook(page, lab, rel: str):
+    base, token, _ = lab
+    page.goto(f"{base}/lab/tree/{urllib.parse.quote(rel)}?reset&token={token}")
+    page.wait_for_selector(f"{PANEL} .jp-Cell", timeout=90_000)
+    dismiss_news(page)
+    page.wait_for_selector(f'{PANEL} .jp-Notebook-ExecutionIndicator[data-status="idle"]', timeout=90_000)
+    return page.locator(f"{PANEL} .jp-Notebook .jp-Cell")
+
+
+def menu(page, top: str, item: str) -> None:
+    page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(rf"^{re.escape(top)}$")).click()
+    page.locator(".lm-Menu-itemLabel", has_text=re.compile(rf"^{re.escape(item)}$")).click()
+
+
+def wait_all_executed(page, timeout_s: int = RUN_ALL_S) -> None:
+    page.wait_for_function(
+        """(panel) => {
+            const prompts = [...document.querySelectorAll(panel + ' .jp-CodeCell .jp-InputArea-prompt')];
+            return prompts.length > 0 && prompts.every(p => /\\[\\d+\\]/.test(p.textContent));
+        }""", arg=PANEL, timeout=timeout_s * 1000)
+    page.wait_for_selector(f'{PANEL} .jp-Notebook-ExecutionIndicator[data-status="idle"]')
+
+
+def error_outputs(page) -> list[str]:
+    return page.locator(f'{PANEL} .jp-OutputArea-output[data-mime-type="application/vnd.jupyter.stderr"]').all_inner_texts()
+
+
+def rendered_images(page) -> list[dict]:
+    """Every picture in the notebook's outputs: its data URL and whether the browser decoded it."""
+    images = page.locator(f"{PANEL} .jp-OutputArea-output img")
+    out = []
+    for i in range(images.count()):
+        img = images.nth(i)
+        img.scroll_into_view_if_needed()
+        img.evaluate("i => i.decode ? i.decode().catch(() => null) : null")
+        out.append(img.evaluate("i => ({src: i.getAttribute('src') || '', width: i.naturalWidth, height: i.naturalHeight})"))
+    return out
+
+
+def svg_text(image: dict) -> str:
+    src = image["src"]
+    if src.startswith("data:image/svg+xml;base64,"):
+        import base64
+        return base64.b64decode(src.split(",", 1)[1]).decode("utf-8", "replace")
+    return urllib.parse.unquote(src.split(",", 1)[1]) if "," in src else ""
+
+
+def stored_image_outputs(path: Path) -> int:
+    nb = nbformat.read(path, as_version=4)
+    return sum(1 for c in nb.cells for o in c.get("outputs", [])
+               if any(k.startswith("image/") for k in o.get("data", {})))
+
+
+def run_lecture(page, lab, rel: str) -> list[dict]:
+    """Open a lecture, run all cells, check no error and every picture rendered; return the pictures."""
+    open_notebook(page, lab, rel)
+    menu(page, "Run", "Run All Cells")
+    wait_all_executed(page)
+    errors = error_outputs(page)
+    assert not errors, f"{rel}: a cell wrote an error or to stderr:\n{errors[0][:2000]}"
+    images = rendered_images(page)
+    expected = stored_image_outputs(lab[2] / rel)
+    assert len(images) >= expected, f"{rel}: {len(images)} picture(s) rendered, the stored notebook has {expected}"
+    broken = [i["src"][:60] for i in images if not (i["width"] > 0 and i["height"] > 0)]
+    assert not broken, f"{rel}: picture(s) not rendered by the browser: {broken}"
+    return images
+
+
+# --- the tests ------------------------------------------------------------------------------
+
+def test_learner_runs_the_start_notebook_and_a_lecture_and_sees_the_pictures(page, lab, shots):
+    images = run_lecture(page, lab, f"{LECTURE_DIR}/{START}")
+    texts = [svg_text(i) for i in images]
+    diagram = [i for i, t in zip(images, texts) if "storage" in t]
+    graph = [i for i, t in zip(images, texts) if "AccumulateGrad" in t]
+    assert diagram, "the memory diagram is not shown as a picture (is Graphviz's dot installed?)"
+    assert graph, "the torchviz autograd graph is not shown as a picture"
+    outputs = page.locator(f"{PANEL} .jp-OutputArea-output img")
+    srcs = [i["src"] for i in images]
+    cell_of = lambda img: outputs.nth(srcs.index(img["src"])).locator("xpath=ancestor::div[contains(@class, 'jp-CodeCell')]")
+    screenshot(page, shots / "1_start_here_memory_diagram.png", cell_of(diagram[0]))
+    screenshot(page, shots / "2_start_here_autograd_graph.png", cell_of(graph[0]))
+
+    # The first lecture after the start notebook, whichever it is: run it whole.
+    lecture = next(p for p in lectures(lab[2]) if p.name != START)
+    images = run_lecture(page, lab, f"{LECTURE_DIR}/{lecture.name}")
+    assert images, f"{lecture.name} shows no picture"
+    first_picture = page.locator(f"{PANEL} .jp-CodeCell").filter(has=page.locator(".jp-OutputArea-output img")).first
+    screenshot(page, shots / f"3_lecture_{lecture.stem}.png", first_picture)
+
+
+def test_learner_runs_an_exercise_and_reads_the_diagnostic_of_a_failing_test(page, lab, shots):
+    from answers import a1_views as corpus
+
+    wrong = next(a for a in corpus.WRONG if a.message)
+    rel = f"{RELEASE_DIR}/{EXERCISE}/{EXERCISE}.ipynb"
+    nb = nbformat.read(lab[2] / rel, as_version=4)
+    index = {role(c).grade_id: i for i, c in enumerate(nb.cells) if role(c).grade_id}
+    cells = open_notebook(page, lab, rel)
+
+    # Type the wrong answer over the function's stub, as a learner would.
+    answer = cells.nth(index[wrong.cell])
+    answer.locator(".cm-content").click()
+    page.keyboard.press("ControlOrMeta+a")
+    page.keyboard.insert_text(wrong.source.strip() + "\n")
+    page.keyboard.press("Escape")
+    assert wrong.source.strip().splitlines()[-1].strip() in answer.locator(".cm-content").inner_text()
+
+    # Run everything: the run stops at the first failing test, the one for this function.
+    menu(page, "Run", "Run All Cells")
+    test = cells.nth(index[f"test_{wrong.cell}"])
+    test.locator(".jp-OutputArea-output").first.wait_for(timeout=RUN_ALL_S * 1000)
+    page.wait_for_selector(f'{PANEL} .jp-Notebook-ExecutionIndicator[data-status="idle"]')
+    shown = test.locator(".jp-OutputArea-output").all_inner_texts()
+    text = "\n".join(shown)
+    assert wrong.message in text, f"the failing test should say {wrong.message!r}; it shows:\n{text[:2000]}"
+    assert test.locator('.jp-OutputArea-output[data-mime-type="application/vnd.jupyter.stderr"]').count() == 1
+    screenshot(page, shots / "4_exercise_failing_test_diagnostic.png", answer)  # the answer, then its failing test
+
+
+def test_instructor_opens_the_formgrader(page, lab, shots):
+    base, token, course = lab
+    page.goto(f"{base}/formgrader?token={token}")
+    page.get_by_text("Manage Assignments").first.wait_for()
+    first = sorted(p.name for p in (course / SOURCE_DIR).iterdir() if p.is_dir())[0]
+    page.get_by_text(first, exact=True).first.wait_for(timeout=60_000)
+    assert page.get_by_text("does not exist").count() == 0, "the formgrader says the exchange is missing"
+    screenshot(page, shots / "5_instructor_formgrader.png")

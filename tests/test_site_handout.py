@@ -1,0 +1,314 @@
+"""The instructor's outputs: the static site of the lectures, the student handout, and the
+JupyterHub example configuration."""
+from __future__ import annotations
+
+import base64
+import html
+import os
+import py_compile
+import re
+import shutil
+import subprocess
+import sys
+import urllib.parse
+import zipfile
+from html.parser import HTMLParser
+from pathlib import Path
+
+import nbformat
+import pytest
+from traitlets.config import Config, PyFileConfigLoader
+
+from autograder import handout, site
+from autograder.course import LECTURE_DIR, RELEASE_DIR, SOURCE_DIR, assignments, lectures, notebooks, role
+from harness import ROOT
+
+PY = sys.executable
+pytestmark = pytest.mark.xdist_group("site_handout")  # the site and the handout are built once
+
+
+OUTPUT_IMAGE = re.compile(
+    r'<div class="[^"]*\bjp-OutputArea-output\b[^"]*"[^>]*>\s*<img [^>]*?src="data:image/')
+
+
+class Links(HTMLParser):
+    """Every href and src of a page, the ids it defines, and the pictures among its outputs."""
+
+    def __init__(self):
+        super().__init__()
+        self.links: list[tuple[str, str]] = []   # (tag, url)
+        self.ids: set[str] = set()
+        self.output_images = 0
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        if "id" in a:
+            self.ids.add(a["id"])
+        if tag == "a" and a.get("href") is not None:
+            self.links.append(("a", a["href"]))
+        if tag == "img":
+            self.links.append(("img", a.get("src") or ""))
+
+
+def parse(path: Path) -> Links:
+    p = Links()
+    text = path.read_text(encoding="utf-8")
+    p.feed(text)
+    p.output_images = len(OUTPUT_IMAGE.findall(text))
+    return p
+
+
+def image_outputs(nb_path: Path) -> int:
+    nb = nbformat.read(nb_path, as_version=4)
+    return sum(1 for c in nb.cells for o in c.get("outputs", [])
+               if any(k in ("image/svg+xml", "image/png", "image/jpeg") for k in o.get("data", {})))
+
+
+def check_links(site_dir: Path) -> list[str]:
+    """Broken page links, anchors and images across the site."""
+    broken = []
+    parsed = {p.name: parse(p) for p in site_dir.glob("*.html")}
+    for name, page in parsed.items():
+        for tag, url in page.links:
+            if url.startswith(("http://", "https://", "mailto:")):
+                continue
+            if url.startswith("data:"):
+                head, _, payload = url.partition(",")
+                try:
+                    data = base64.b64decode(payload, validate=True) if head.endswith(";base64") \
+                        else urllib.parse.unquote(payload).encode()
+                except ValueError:
+                    data = b""
+                if len(data) < 20:
+                    broken.append(f"{name}: empty or undecodable {head}")
+                continue
+            target, _, anchor = url.partition("#")
+            target_page = target or name
+            if target and not (site_dir / target).is_file():
+                broken.append(f"{name}: {tag} {url!r} points to no file of the site")
+            elif anchor and target_page in parsed and not {anchor, urllib.parse.unquote(anchor)} & parsed[target_page].ids:
+                broken.append(f"{name}: anchor {url!r} matches no id")
+    return broken
+
+
+# --- the site ---------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def built_site(tmp_path_factory):
+    out = tmp_path_factory.mktemp("site")
+    written = site.build_site(ROOT, out)
+    return out, written
+
+
+def test_site_has_an_index_and_one_page_per_lecture_with_prev_next_navigation(built_site):
+    out, written = built_site
+    names = [p.stem for p in lectures(ROOT)]
+    assert sorted(p.name for p in out.glob("*.html")) == sorted(["index.html"] + [f"{n}.html" for n in names])
+    index = parse(out / "index.html")
+    assert list(dict.fromkeys(u for t, u in index.links if t == "a")) == [f"{n}.html" for n in names]
+    for i, name in enumerate(names):
+        text = (out / f"{name}.html").read_text(encoding="utf-8")
+        links = [u for _, u in parse(out / f"{name}.html").links]
+        assert text.count('class="ct-nav"') == 2, name  # top and bottom
+        assert "index.html" in links
+        if i > 0:
+            assert f'href="{names[i - 1]}.html" rel="prev"' in text, name
+        if i + 1 < len(names):
+            assert f'href="{names[i + 1]}.html" rel="next"' in text, name
+
+
+def test_site_pages_keep_the_outputs_and_every_picture_embedded(built_site):
+    out, _ = built_site
+    for nb_path in lectures(ROOT):
+        page = parse(out / f"{nb_path.stem}.html")
+        assert page.output_images >= image_outputs(nb_path), f"{nb_path.name}: pictures missing from the page"
+        nb = nbformat.read(nb_path, as_version=4)
+        text = (out / f"{nb_path.stem}.html").read_text(encoding="utf-8")
+        printed = [o.text.strip().splitlines()[0] for c in nb.cells for o in c.get("outputs", [])
+                   if o.output_type == "stream" and o.name == "stdout" and o.text.strip()]
+        for line in printed[:3]:
+            assert html.escape(line, quote=False) in text, f"{nb_path.name}: output {line!r} not on the page"
+    start = parse(out / "00_start_here.html")
+    assert start.output_images >= 2  # the memory diagram and the autograd graph
+
+
+def test_site_has_no_broken_page_anchor_or_image_link(built_site):
+    out, _ = built_site
+    assert check_links(out) == []
+
+
+def test_site_takes_any_number_of_lectures_and_rewrites_links_between_them(tmp_path):
+    root = tmp_path / "course-root"
+    (root / LECTURE_DIR).mkdir(parents=True)
+    (root / SOURCE_DIR).mkdir()
+    shutil.copy2(ROOT / "nbgrader_config.py", root / "nbgrader_config.py")
+    png = base64.b64encode(bytes.fromhex(
+        "89504e470d0a1a0a0000000d4948445200000001000000010806000000"
+        "1f15c4890000000d49444154789c6360f8cfc0f01f0005000201b1f6a2a50000000049454e44ae426082")).decode()
+    first = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_markdown_cell("# One `clone()`\n\nFirst [next lecture](20_two.ipynb#Part-2), "
+                                      "[an exercise](../exercises/a1/a1.ipynb)."),
+        nbformat.v4.new_code_cell("show()", outputs=[nbformat.v4.new_output(
+            "display_data", data={"image/png": png, "text/plain": "<Figure>"})]),
+    ])
+    second = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("# Two\n\n## Part 2\n\ntext"),
+                                             nbformat.v4.new_code_cell("print(1)")])
+    nbformat.write(first, root / LECTURE_DIR / "10_one.ipynb")
+    nbformat.write(second, root / LECTURE_DIR / "20_two.ipynb")
+    out = root / "build" / "site"
+    (out).mkdir(parents=True)
+    (out / "99_removed.html").write_text("stale")
+    proc = subprocess.run([PY, "-m", "autograder", "site"], cwd=root, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert sorted(p.name for p in out.glob("*.html")) == ["10_one.html", "20_two.html", "index.html"]
+    one = (out / "10_one.html").read_text()
+    assert 'href="20_two.html#Part-2"' in one
+    assert 'href="../exercises' not in one and "an exercise" in one  # outside the site: plain text
+    assert parse(out / "10_one.html").output_images == 1
+    index = (out / "index.html").read_text()
+    assert "One clone()" in index.replace("<code>", "").replace("</code>", "")
+    assert "stored without outputs" in index  # 20_two was never run
+    assert check_links(out) == []
+
+
+# --- the handout ------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def made_handout(tmp_path_factory):
+    return handout.make_handout(ROOT, tmp_path_factory.mktemp("handout"))
+
+
+def hidden_and_solution_lines(nb_path: Path) -> set[str]:
+    """Lines found only inside ``### BEGIN SOLUTION`` / ``### BEGIN HIDDEN TESTS`` regions."""
+    inside, outside = set(), set()
+    for cell in nbformat.read(nb_path, as_version=4).cells:
+        region = False
+        for line in cell.source.splitlines():
+            if "BEGIN SOLUTION" in line or "BEGIN HIDDEN TESTS" in line:
+                region = True
+            elif "END SOLUTION" in line or "END HIDDEN TESTS" in line:
+                region = False
+            elif len(line.strip()) > 12:
+                (inside if region else outside).add(line.strip())
+    return inside - outside
+
+
+def test_handout_holds_course_exercises_and_a_student_readme(made_handout):
+    folder = made_handout.folder
+    assert folder.name == "copy-that"
+    assert sorted(p.name for p in notebooks(folder / LECTURE_DIR)) == sorted(p.name for p in lectures(ROOT))
+    for a in assignments(ROOT):
+        assert (folder / RELEASE_DIR / a / f"{a}.ipynb").is_file(), a
+    assert (folder / "autograder" / "checks.py").is_file() and (folder / "pyproject.toml").is_file()
+    readme = (folder / "README.md").read_text()
+    for words in ("pip install -r requirements.txt", "autograder check", "--watch", "autograder progress",
+                  "Hidden tests", "course/00_start_here.ipynb"):
+        assert words in readme, words
+
+
+def test_handout_has_no_solutions_and_no_hidden_tests(made_handout):
+    folder, archive = made_handout.folder, made_handout.zip
+    parts = {part for p in folder.rglob("*") for part in p.relative_to(folder).parts}
+    assert not parts & {"solutions", "tests", "tools", "gradebook.db", "submitted", "autograded", ".ipynb_checkpoints"}
+    with zipfile.ZipFile(archive) as z:
+        names = z.namelist()
+        assert names and all(n.startswith("copy-that/") for n in names)
+        assert not [n for n in names if "/solutions/" in n or "/tests/" in n]
+        zipped = {n[len("copy-that/"):] for n in names if not n.endswith("/")}
+        assert zipped == {str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file()}
+        for name in names:
+            if name.endswith(".ipynb"):
+                text = z.read(name).decode()
+                for marker in ("BEGIN SOLUTION", "BEGIN HIDDEN TESTS", "END HIDDEN TESTS"):
+                    assert marker not in text, f"{name}: {marker}"
+    for a in assignments(ROOT):
+        secret = hidden_and_solution_lines(ROOT / SOURCE_DIR / a / f"{a}.ipynb")
+        given = nbformat.read(folder / RELEASE_DIR / a / f"{a}.ipynb", as_version=4)
+        shown = {line.strip() for c in given.cells for line in c.source.splitlines()}
+        assert not secret & shown, f"{a}: {sorted(secret & shown)[:3]}"
+        hidden_cells = [c for c in given.cells if role(c).is_test and "_hidden" in (role(c).grade_id or "")]
+        for cell in hidden_cells:
+            assert all(not l.strip() or l.lstrip().startswith("#") for l in cell.source.splitlines()), a
+
+
+def test_handout_refuses_to_leak_a_hidden_test(tmp_path):
+    root = tmp_path / "course-root"
+    shutil.copytree(ROOT / LECTURE_DIR, root / LECTURE_DIR)
+    shutil.copytree(ROOT / RELEASE_DIR / "a1_views", root / RELEASE_DIR / "a1_views")
+    shutil.copytree(ROOT / "autograder", root / "autograder", ignore=shutil.ignore_patterns("__pycache__"))
+    leaky = root / RELEASE_DIR / "a1_views" / "a1_views.ipynb"
+    nb = nbformat.read(leaky, as_version=4)
+    nb.cells.append(nbformat.v4.new_code_cell("### BEGIN HIDDEN TESTS\nassert True\n### END HIDDEN TESTS"))
+    nbformat.write(nb, leaky)
+    out = tmp_path / "out"
+    with pytest.raises(handout.HandoutError, match="BEGIN HIDDEN TESTS"):
+        handout.make_handout(root, out)
+    assert not (out / "copy-that").exists() and not (out / "copy-that.zip").exists()
+
+
+def test_a_student_can_check_an_exercise_with_the_handouts_own_package(made_handout):
+    folder = made_handout.folder
+    env = dict(os.environ, COLUMNS="200")
+    out = subprocess.run([PY, "-c", "import autograder, sys; print(autograder.__file__)"], cwd=folder,
+                         capture_output=True, text=True, env=env)
+    assert Path(out.stdout.strip()).is_relative_to(folder)
+    out = subprocess.run([PY, "-m", "autograder", "check", "exercises/a1_views/a1_views.ipynb"], cwd=folder,
+                         capture_output=True, text=True, env=env, timeout=300)
+    assert out.returncode == 1 and "0/4 visible tests pass" in " ".join(out.stdout.split()), out.stdout + out.stderr
+
+
+# --- the JupyterHub examples ------------------------------------------------------------------
+
+EXAMPLES = ROOT / "docs" / "examples"
+
+
+def load(path: Path) -> Config:
+    return PyFileConfigLoader(path.name, path=str(path.parent)).load_config()
+
+
+def test_jupyterhub_examples_compile_and_the_guide_links_them():
+    files = sorted(EXAMPLES.glob("*.py"))
+    assert {p.name for p in files} >= {"nbgrader_config.py", "grader_nbgrader_config.py", "jupyterhub_config.py"}
+    for path in files:
+        py_compile.compile(str(path), doraise=True)
+    guide = (ROOT / "docs" / "jupyterhub.md").read_text()
+    for path in files:
+        assert f"examples/{path.name}" in guide
+    for command in ("release_assignment", "nbgrader collect", "autograder grade", "autograder feedback",
+                    "release_feedback", "autograder export"):
+        assert command in guide, command
+
+
+def test_hub_nbgrader_config_with_the_courses_own_gives_the_settings_grading_relies_on():
+    from traitlets.utils.importstring import import_item
+
+    hub = load(EXAMPLES / "nbgrader_config.py")
+    grader = load(EXAMPLES / "grader_nbgrader_config.py")
+    course = PyFileConfigLoader("nbgrader_config.py", path=str(ROOT)).load_config()
+    assert hub.CourseDirectory.course_id == "copy-that"
+    assert hub.Exchange.root.startswith("/") and hub.Exchange.path_includes_course is True
+    assert import_item(hub.Authenticator.plugin_class).__name__ == "JupyterHubAuthPlugin"
+    merged = Config()
+    for layer in (hub, grader, course):  # the order nbgrader loads them in: system, user, course root
+        merged.merge(layer)
+    assert merged.CourseDirectory.root == "/home/grader-copy-that/copy-that"
+    assert merged.CourseDirectory.course_id == "copy-that"
+    assert merged.CourseDirectory.source_directory == "solutions"
+    assert merged.CourseDirectory.release_directory == "exercises"
+    assert merged.IgnorePattern.enabled is True
+    assert "nbgrader.preprocessors.ClearHiddenTests" in merged.GenerateFeedback.preprocessors
+
+
+def test_jupyterhub_config_names_the_service_groups_and_roles_after_the_course():
+    hub = load(EXAMPLES / "jupyterhub_config.py")
+    course_id = load(EXAMPLES / "nbgrader_config.py").CourseDirectory.course_id
+    grader_root = load(EXAMPLES / "grader_nbgrader_config.py").CourseDirectory.root
+    (service,) = hub.JupyterHub.services
+    assert service["name"] == course_id and service["cwd"] == grader_root
+    assert service["user"] == f"grader-{course_id}" and service["url"].startswith("http://127.0.0.1:")
+    groups = hub.JupyterHub.load_groups
+    assert set(groups) == {f"formgrade-{course_id}", f"nbgrader-{course_id}"}
+    assert set(groups[f"formgrade-{course_id}"]) | set(groups[f"nbgrader-{course_id}"]) <= set(hub.Authenticator.allowed_users)
+    roles = {r["name"]: r for r in hub.JupyterHub.load_roles}
+    assert f"access:services!service={course_id}" in roles[f"formgrade-{course_id}"]["scopes"]
+    assert roles[f"formgrade-{course_id}"]["groups"] == [f"formgrade-{course_id}"]
