@@ -121,6 +121,77 @@ def cmd_site(args: argparse.Namespace) -> int:
     return 0
 
 
+def _size(text: str) -> int:
+    units = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
+    text = text.strip().lower().removesuffix("b").removesuffix("i")
+    if text and text[-1] in units:
+        return int(float(text[:-1]) * units[text[-1]])
+    return int(text)
+
+
+def cmd_grade(args: argparse.Namespace) -> int:
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from .course import find_root
+    from .grading.runner import Grader, GradingError
+    from .grading.sandbox import Limits
+
+    limits = Limits(memory_bytes=_size(args.memory), cell_timeout=args.cell_timeout,
+                    notebook_timeout=args.notebook_timeout, cpu_seconds=args.cpu_seconds,
+                    processes=args.processes, output_bytes=_size(args.max_output))
+    try:
+        grader = Grader(find_root(), args.assignment, students=args.student or None, jobs=args.jobs,
+                        limits=limits, scheduler=args.scheduler, require_sandbox=args.require_sandbox,
+                        log=lambda m: console.print(f"[bold red]{m}[/]"))
+    except (GradingError, FileNotFoundError) as exc:
+        console.print(f"[red]{exc}[/]")
+        return 2
+    if not grader.students:
+        console.print(f"[yellow]no submissions found in submitted/*/{args.assignment}/[/]")
+        return 0
+    with Progress(TextColumn("grading {task.description}"), BarColumn(), MofNCompleteColumn(),
+                  TimeElapsedColumn(), console=console, transient=True) as bar:
+        task = bar.add_task(args.assignment, total=len(grader.students))
+        try:
+            results = grader.run(progress=lambda r: bar.advance(task))
+        except GradingError as exc:
+            console.print(f"[red]{exc}[/]")
+            return 2
+    table = Table(title=f"{args.assignment}: {len(results)} submissions")
+    for col, justify in (("student", "left"), ("score", "right"), ("max", "right"), ("flags", "left"), ("problems", "left")):
+        table.add_column(col, justify=justify)
+    for r in results:
+        table.add_row(r.student, f"{r.score:g}", f"{r.max_score:g}", "\n".join(r.flags), "\n".join(r.problems),
+                      style=None if r.graded else "red")
+    console.print(table)
+    failed = [r.student for r in results if not r.graded]
+    flagged = [r.student for r in results if r.flags]
+    if flagged:
+        console.print(f"[yellow]flagged for manual review: {', '.join(flagged)}[/]")
+    if failed:
+        console.print(f"[red]could not be graded: {', '.join(failed)}[/]")
+        return 1
+    return 0
+
+
+def _nbgrader(*argv: str) -> int:
+    import subprocess
+
+    from .build import nbgrader_env
+    from .course import find_root
+
+    return subprocess.run([sys.executable, "-m", "nbgrader", *argv], cwd=find_root(), env=nbgrader_env()).returncode
+
+
+def cmd_feedback(args: argparse.Namespace) -> int:
+    extra = [f"--student={s}" for s in args.student or []]
+    return _nbgrader("generate_feedback", args.assignment, "--force", *extra)
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    return _nbgrader("export", f"--to={args.to}")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m autograder", description="Copy That course tools")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -154,6 +225,28 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("site", help="render the lectures with their outputs to static HTML (build/site)")
     p.add_argument("--out", help="output folder (default: build/site)")
     p.set_defaults(func=cmd_site)
+    p = sub.add_parser("grade", help="grade submitted/<student>/ASSIGNMENT in sandboxes, in parallel, into the gradebook")
+    p.add_argument("assignment")
+    p.add_argument("--student", action="append", metavar="ID", help="grade only this student (repeatable)")
+    p.add_argument("--jobs", type=int, default=None, help="submissions graded at once (default: number of cores)")
+    p.add_argument("--scheduler", metavar="ADDRESS", help="run the jobs on a Dask cluster, e.g. tcp://127.0.0.1:8786")
+    p.add_argument("--require-sandbox", action="store_true", help="refuse to grade without bubblewrap")
+    p.add_argument("--memory", default="4G", help="memory limit per submission (default 4G)")
+    p.add_argument("--cell-timeout", type=int, default=60, help="wall-clock seconds per cell (default 60)")
+    p.add_argument("--notebook-timeout", type=int, default=600, help="wall-clock seconds per notebook (default 600)")
+    p.add_argument("--cpu-seconds", type=int, default=300, help="CPU seconds per notebook (default 300)")
+    p.add_argument("--processes", type=int, default=64, help="processes and threads per submission (default 64)")
+    p.add_argument("--max-output", default="2M", help="output a notebook may print (default 2M)")
+    p.set_defaults(func=cmd_grade)
+
+    p = sub.add_parser("feedback", help="per-student HTML feedback (no hidden tests, no solutions)")
+    p.add_argument("assignment")
+    p.add_argument("--student", action="append", metavar="ID")
+    p.set_defaults(func=cmd_feedback)
+
+    p = sub.add_parser("export", help="write the grades CSV (nbgrader export)")
+    p.add_argument("--to", default="grades.csv", help="output file (default grades.csv)")
+    p.set_defaults(func=cmd_export)
     return parser
 
 

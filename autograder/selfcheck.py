@@ -102,13 +102,14 @@ def _only_comments(source: str) -> bool:
 
 def run_notebook(path: Path, timeout: int = CELL_TIMEOUT) -> nbformat.NotebookNode:
     """Execute a copy of the notebook in a fresh kernel, in the notebook's folder; errors stay in outputs."""
-    from jupyter_client import KernelManager
+    from jupyter_client import AsyncKernelManager
+    from jupyter_core.utils import run_sync
 
     nb = nbformat.read(path, as_version=4)
     # Unix sockets, not TCP: nothing listens on the network while a learner's code runs.
     # The socket path must be absolute: the kernel starts in the notebook's folder.
     sockets = tempfile.mkdtemp(prefix="copy-that-ipc-")
-    km = KernelManager(kernel_name="python3", transport="ipc", ip=os.path.join(sockets, "kernel"))
+    km = AsyncKernelManager(kernel_name="python3", transport="ipc", ip=os.path.join(sockets, "kernel"))
     client = NotebookClient(nb, km=km, timeout=timeout, allow_errors=True,
                             resources={"metadata": {"path": str(path.parent)}})
     try:
@@ -118,7 +119,7 @@ def run_notebook(path: Path, timeout: int = CELL_TIMEOUT) -> nbformat.NotebookNo
         nb.metadata["copy_that_error"] = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
     finally:
         if km.has_kernel:  # nbclient leaves a kernel it did not create running
-            km.shutdown_kernel(now=True)
+            run_sync(km.shutdown_kernel)(now=True)
         shutil.rmtree(sockets, ignore_errors=True)
     return nb
 

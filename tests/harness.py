@@ -130,3 +130,28 @@ def autograde(assignment: str, submissions: dict[str, nbformat.NotebookNode], wo
             if html.exists():
                 graded.feedback[student] = html.read_text()
     return graded
+
+
+def scratch_course(workdir: Path, assignment: str, db_url: str | None = None) -> Path:
+    """A course root with one assignment released into its gradebook (as an instructor has it)."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    config = (ROOT / "nbgrader_config.py").read_text()
+    if db_url:
+        config += f"\nc.CourseDirectory.db_url = {db_url!r}\n"
+    (workdir / "nbgrader_config.py").write_text(config)
+    shutil.copytree(ROOT / SOURCE_DIR / assignment, workdir / SOURCE_DIR / assignment)
+    proc = subprocess.run([sys.executable, "-m", "nbgrader", "generate_assignment", assignment, "--force"],
+                          cwd=workdir, env=nbgrader_env(), capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return workdir
+
+
+def submit(root: Path, assignment: str, student: str, content: nbformat.NotebookNode | bytes) -> Path:
+    """Put a submission where nbgrader collects them: submitted/<student>/<assignment>/."""
+    target = root / "submitted" / student / assignment / release_notebook(assignment).name
+    target.parent.mkdir(parents=True, exist_ok=True)
+    if isinstance(content, bytes):
+        target.write_bytes(content)
+    else:
+        nbformat.write(content, target)
+    return target

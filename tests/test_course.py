@@ -161,7 +161,7 @@ def test_pins_agree_across_pyproject_requirements_and_environment_yml():
             conda[name] = version
         elif isinstance(dep, dict):
             conda.update({k: v for k, v in pinned(dep["pip"]).items()})
-    conda_names = {"torch": "pytorch", "graphviz": "python-graphviz"}
+    conda_names = {"torch": "pytorch", "graphviz": "python-graphviz", "psycopg2-binary": "psycopg2"}
     for name, version in top.items():
         assert conda.get(conda_names.get(name, name)) == version, f"environment.yml: {name} is not pinned to {version}"
     assert conda["python"] == "3.11" and project["requires-python"] == "==3.11.*"

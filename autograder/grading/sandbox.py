@@ -24,7 +24,7 @@ import threading
 from dataclasses import dataclass, asdict
 from pathlib import Path
 
-from jupyter_client import KernelManager
+from jupyter_client import AsyncKernelManager
 from jupyter_client.provisioning import LocalProvisioner
 
 SLOT_UID_BASE = 61000   # slot i runs as uid SLOT_UID_BASE + i when the grader is root
@@ -227,9 +227,12 @@ class Slot:
                 raise SlotError(f"slot {self.index}: fork server is gone ({exc})") from exc
             return self._read(timeout)
 
-    def kernel_manager(self, limits: Limits) -> KernelManager:
-        """A kernel manager whose kernel the fork server forks inside this slot."""
-        km = KernelManager(kernel_name="python3", transport="ipc",
+    def kernel_manager(self, limits: Limits) -> AsyncKernelManager:
+        """A kernel manager whose kernel the fork server forks inside this slot.
+
+        Asynchronous, as nbclient expects: with a blocking client a kernel that dies mid-cell
+        would leave nbclient waiting for output forever."""
+        km = AsyncKernelManager(kernel_name="python3", transport="ipc",
                            ip=str(self.dir / KERNEL_BASENAME),
                            connection_file=str(self.dir / f"{KERNEL_BASENAME}.json"))
         km.provisioner = SlotProvisioner(kernel_id="slot", kernel_spec=km.kernel_spec, parent=km)

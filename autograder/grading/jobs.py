@@ -1,0 +1,209 @@
+"""One grading job: run one prepared submission notebook in a slot and return what it printed.
+
+A job reads nothing from the course and writes nothing to it: it gets the sanitized notebook and
+the submission's files, and returns the executed notebook with problems and flags.  That makes
+it safe to run on a Dask worker as well as in a local thread.
+
+Whatever goes wrong, the job returns a notebook in which every test cell that did not finish
+carries an error output, so it scores zero and the cells that ran keep their score:
+a dead kernel (``os._exit``, the memory limit, the CPU-time limit), a cell past its time limit,
+an output flood (the kernel is killed when the notebook's output passes its limit), or a
+notebook past its wall-clock limit.
+"""
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import nbformat
+from jupyter_core.utils import run_sync
+from nbclient import NotebookClient
+from nbclient.exceptions import CellTimeoutError, DeadKernelError
+
+from . import guard
+from .sandbox import Limits, Slot, SlotError
+
+GUARD_KEY = "copy_that_guard"
+
+
+@dataclass
+class Job:
+    student: str
+    notebook: str                    # notebook id (file name without .ipynb)
+    nb: dict                         # sanitized notebook, guard cells included
+    files: dict[str, bytes] = field(default_factory=dict)
+    limits: Limits = field(default_factory=Limits)
+
+
+@dataclass
+class Outcome:
+    student: str
+    notebook: str
+    nb: dict                         # executed notebook, guard cells removed
+    problems: list[str] = field(default_factory=list)   # what went wrong while running
+    flags: list[str] = field(default_factory=list)      # reasons for a manual review
+    seconds: float = 0.0
+
+
+class _Stop(Exception):
+    pass
+
+
+class LimitedClient(NotebookClient):
+    """nbclient with an output budget enforced while the notebook runs."""
+
+    def __init__(self, nb, *, output_limit: int, on_flood, **kw):
+        super().__init__(nb, **kw)
+        self.output_limit = output_limit
+        self.output_total = 0
+        self.flooded = False
+        self.on_flood = on_flood
+        self.current: int | None = None
+        self.timed_out: set[int] = set()
+
+    async def async_execute_cell(self, cell, cell_index, *args, **kwargs):
+        self.current = cell_index
+        return await super().async_execute_cell(cell, cell_index, *args, **kwargs)
+
+    async def _async_handle_timeout(self, timeout, cell=None):
+        if self.current is not None:
+            self.timed_out.add(self.current)
+        return await super()._async_handle_timeout(timeout, cell)
+
+    def output(self, outs, msg, display_id, cell_index):
+        if self.flooded:
+            return None
+        self.output_total += len(json.dumps(msg.get("content", {}), default=str))
+        if self.output_total > self.output_limit:
+            self.flooded = True
+            self.on_flood()
+            return None
+        return super().output(outs, msg, display_id, cell_index)
+
+
+def add_guards(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
+    """Insert the guard's install cell first and a restore cell before every test cell."""
+    from ..course import role
+
+    def guard_cell(source: str) -> nbformat.NotebookNode:
+        cell = nbformat.v4.new_code_cell(source)
+        cell.metadata[GUARD_KEY] = True
+        return cell
+
+    cells = [guard_cell(guard.INSTALL_SOURCE)]
+    for cell in nb.cells:
+        if cell.cell_type == "code" and role(cell).is_test:
+            cells.append(guard_cell(guard.RESTORE_SOURCE))
+        cells.append(cell)
+    nb.cells = cells
+    return nb
+
+
+def _error(ename: str, evalue: str) -> nbformat.NotebookNode:
+    return nbformat.v4.new_output("error", ename=ename, evalue=evalue, traceback=[f"{ename}: {evalue}"])
+
+
+def _finish(nb: nbformat.NotebookNode, client: LimitedClient | None, stop_reason: str | None,
+            problems: list[str], flags: list[str]) -> None:
+    """Mark unfinished cells, read and drop the guard cells."""
+    guards_seen = 0
+    guard_cells = 0
+    for index, cell in enumerate(nb.cells):
+        if cell.cell_type != "code":
+            continue
+        if cell.metadata.get(GUARD_KEY):
+            guard_cells += cell.source == guard.RESTORE_SOURCE
+            for o in cell.get("outputs", []):
+                if o.output_type == "stream" and guard.MARK in o.get("text", ""):
+                    guards_seen += 1
+                    for line in o.text.splitlines():
+                        if line.startswith(guard.MARK):
+                            try:
+                                for name in json.loads(line[len(guard.MARK):]):
+                                    flag = f"changed {name}"
+                                    if flag not in flags:
+                                        flags.append(flag)
+                            except ValueError:
+                                flags.append("the guard's report was garbled")
+            continue
+        ran = cell.get("execution_count") is not None or cell.get("outputs")
+        if client is not None and index in client.timed_out:
+            cell.outputs.append(_error("CellTimeout", "the cell ran past its time limit and was interrupted"))
+        if stop_reason and (not ran or index == (client.current if client else None)):
+            if not any(o.output_type == "error" for o in cell.get("outputs", [])):
+                cell.outputs.append(_error("NotRun" if not ran else "Stopped", stop_reason))
+    if guard_cells and guards_seen < guard_cells and not stop_reason:
+        flags.append("the grader's guard cells did not report (output suppressed or guard replaced)")
+    nb.cells = [c for c in nb.cells if not c.metadata.get(GUARD_KEY)]
+
+
+def execute(job: Job, slot: Slot) -> Outcome:
+    """Run one job in a slot; the slot is clean for the next job afterwards."""
+    start = time.monotonic()
+    nb = nbformat.from_dict(job.nb)
+    problems: list[str] = []
+    flags: list[str] = []
+    stop_reason: str | None = None
+    client: LimitedClient | None = None
+    km = None
+    killed = threading.Event()
+    why_killed: list[str] = []
+
+    def kill(reason: str) -> None:
+        if not killed.is_set():
+            why_killed.append(reason)
+            killed.set()
+            try:
+                slot.request({"op": "signal", "signum": 9})
+            except SlotError:
+                pass
+
+    watchdog = threading.Timer(job.limits.notebook_timeout,
+                               lambda: kill(f"the notebook ran past its {job.limits.notebook_timeout} s limit"))
+    try:
+        if not slot.alive():
+            slot.restart()
+        slot.clear()
+        slot.put_files(job.files)
+        km = slot.kernel_manager(job.limits)
+        client = LimitedClient(
+            nb, km=km, timeout=job.limits.cell_timeout, allow_errors=True, interrupt_on_timeout=True,
+            output_limit=job.limits.output_bytes, startup_timeout=120,
+            on_flood=lambda: kill(f"the output passed its limit of {job.limits.output_bytes} bytes"),
+            resources={"metadata": {"path": str(slot.dir)}},
+        )
+        watchdog.start()
+        client.execute()
+    except (DeadKernelError, CellTimeoutError, RuntimeError, asyncio.TimeoutError, SlotError) as exc:
+        stop_reason = why_killed[0] if why_killed else (
+            "the kernel died (memory or CPU-time limit, a crash, or the code ended the process)"
+            if isinstance(exc, (DeadKernelError, RuntimeError)) else f"{type(exc).__name__}: {exc}")
+        problems.append(stop_reason)
+    finally:
+        watchdog.cancel()
+        if km is not None:
+            try:
+                if km.has_kernel:
+                    run_sync(km.shutdown_kernel)(now=True)
+            except Exception:
+                pass
+        try:
+            slot.request({"op": "reap"}, timeout=30)
+        except SlotError:
+            problems.append("the slot's fork server died; it was restarted")
+            slot.restart()
+        slot.clear()
+    if why_killed and not stop_reason:
+        stop_reason = why_killed[0]
+        problems.append(stop_reason)
+    _finish(nb, client, stop_reason, problems, flags)
+    return Outcome(job.student, job.notebook, dict(nb), problems, flags, time.monotonic() - start)
+
+
+def outcome_to_json(o: Outcome) -> dict[str, Any]:
+    return {"student": o.student, "notebook": o.notebook, "nb": o.nb, "problems": o.problems,
+            "flags": o.flags, "seconds": o.seconds}

@@ -1,0 +1,399 @@
+"""``autograder grade``: grade every submission of an assignment, in parallel, safely.
+
+The flow per submission, on nbgrader's own machinery:
+
+1. *prepare* (here, one at a time): read the notebook, repair what a learner's editing broke
+   (duplicated cells, edited nbgrader metadata, foreign graded cells), then nbgrader's sanitize
+   preprocessors (``ClearOutput``, ``DeduplicateIds``, ``OverwriteKernelspec``,
+   ``OverwriteCells`` with missing test cells put back, ``CheckCellMetadata``);
+2. *execute* (a job, in a sandboxed slot, locally or on a Dask worker);
+3. *record* (here, one at a time: the only writer of the gradebook): nbgrader's autograde
+   preprocessors after ``Execute`` (``IgnorePattern``, ``ClearMetadataPreprocessor``,
+   ``LimitOutput``, ``SaveAutoGrades``, ``AssignLatePenalties``, ``CheckCellMetadata``), and the
+   notebook written to ``autograded/`` — so formgrader, ``generate_feedback`` and ``export``
+   work as after ``nbgrader autograde``, and honest submissions get the same scores.
+"""
+from __future__ import annotations
+
+import os
+import queue
+import shutil
+import sys
+import tempfile
+import threading
+import traceback
+from concurrent.futures import Future, ThreadPoolExecutor, as_completed
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import nbformat
+from traitlets.config import Config, PyFileConfigLoader
+
+from ..course import role
+from .jobs import Job, Outcome, add_guards, execute
+from .sandbox import Limits, Slot, bwrap_path
+
+MAX_EXTRA_FILE = 20 << 20  # files a submission brings besides its notebooks
+
+
+@dataclass
+class Result:
+    student: str
+    score: float = 0.0
+    max_score: float = 0.0
+    flags: list[str] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+    graded: bool = True     # False: the submission could not be graded at all
+    seconds: float = 0.0
+
+
+class GradingError(RuntimeError):
+    """The grading run cannot start (no such assignment, no sandbox when one is required...)."""
+
+
+def load_config(root: Path) -> Config:
+    cfg = PyFileConfigLoader("nbgrader_config.py", path=str(root)).load_config() \
+        if (root / "nbgrader_config.py").exists() else Config()
+    cfg.CourseDirectory.root = str(root)
+    return cfg
+
+
+# ---------------------------------------------------------------------------------------------
+# step 1: prepare
+
+def read_notebook(path: Path) -> tuple[nbformat.NotebookNode | None, str | None]:
+    """The submission's notebook, or None and what is wrong with the file."""
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        return None, f"cannot read {path.name}: {exc.strerror}"
+    if not raw.strip():
+        return None, f"{path.name} is empty"
+    try:
+        nb = nbformat.reads(raw.decode("utf-8"), as_version=4)
+    except UnicodeDecodeError:
+        return None, f"{path.name} is not a text file"
+    except Exception as exc:  # nbformat raises several kinds on broken JSON
+        return None, f"{path.name} is not a notebook ({type(exc).__name__}: {str(exc).splitlines()[0][:120]})"
+    if not isinstance(nb.get("cells"), list):
+        return None, f"{path.name} is not a notebook (no cells)"
+    for cell in nb.cells:
+        if not isinstance(cell, dict) or cell.get("cell_type") not in ("code", "markdown", "raw") \
+                or not isinstance(cell.get("source", ""), str):
+            return None, f"{path.name} has malformed cells"
+        cell.setdefault("metadata", {})
+        if cell.cell_type == "code":
+            cell.setdefault("outputs", [])
+            cell.setdefault("execution_count", None)
+    return nb, None
+
+
+def repair(nb: nbformat.NotebookNode, release: nbformat.NotebookNode) -> list[str]:
+    """Give every graded or locked cell the metadata of the release; report what was changed.
+
+    Learners' edits that would make nbgrader fail (or grade the wrong thing) are undone here:
+    a cell copy-pasted twice keeps its nbgrader metadata once (the last copy of an answer, the
+    first of anything else), edited flags or points go back to the release's, and cells
+    claiming a grade id the release does not have lose their metadata.
+    """
+    reference = {role(c).grade_id: c for c in release.cells if role(c).grade_id}
+    flags: list[str] = []
+    positions: dict[str, list[int]] = {}
+    for i, cell in enumerate(nb.cells):
+        meta = cell.metadata.get("nbgrader")
+        if not isinstance(meta, dict):
+            cell.metadata.pop("nbgrader", None)
+            continue
+        gid = meta.get("grade_id")
+        if gid not in reference:
+            cell.metadata.pop("nbgrader", None)
+            flags.append(f"cell with unknown grade id {gid!r} is not graded")
+            continue
+        positions.setdefault(gid, []).append(i)
+    for gid, where in positions.items():
+        ref = reference[gid]
+        keep = where[-1] if role(ref).solution and not role(ref).grade else where[0]
+        if len(where) > 1:
+            flags.append(f"cell {gid!r} appears {len(where)} times (copy-paste); one copy is graded")
+        for i in where:
+            if i != keep:
+                nb.cells[i].metadata.pop("nbgrader", None)
+        cell = nb.cells[keep]
+        if cell.metadata["nbgrader"] != ref.metadata["nbgrader"]:
+            changed = [k for k in ("grade", "solution", "locked", "points", "task")
+                       if cell.metadata["nbgrader"].get(k) != ref.metadata["nbgrader"].get(k)]
+            if changed:
+                flags.append(f"nbgrader metadata of {gid!r} was edited ({', '.join(changed)}); restored")
+            cell.metadata["nbgrader"] = dict(ref.metadata["nbgrader"])
+        if cell.cell_type != ref.cell_type:
+            flags.append(f"cell {gid!r} changed type to {cell.cell_type}; restored")
+            cell.cell_type = ref.cell_type
+            if ref.cell_type == "code":
+                cell.setdefault("outputs", [])
+                cell.setdefault("execution_count", None)
+            else:
+                cell.pop("outputs", None)
+                cell.pop("execution_count", None)
+    return flags
+
+
+# ---------------------------------------------------------------------------------------------
+# the grader
+
+class Grader:
+    """Grades one assignment of a course root; the only writer of its gradebook."""
+
+    def __init__(self, root: Path, assignment: str, students: list[str] | None = None,
+                 jobs: int | None = None, limits: Limits | None = None, scheduler: str | None = None,
+                 require_sandbox: bool = False, log: Callable[[str], None] = print):
+        from nbgrader.coursedir import CourseDirectory
+
+        self.root = root.resolve()
+        self.assignment = assignment
+        self.config = load_config(self.root)
+        self.coursedir = CourseDirectory(config=self.config)
+        self.coursedir.root = str(self.root)
+        self.db_url = self.coursedir.db_url
+        self.limits = limits or Limits()
+        self.jobs = jobs or os.cpu_count() or 1
+        self.scheduler = scheduler
+        self.log = log
+        self.sandboxed = bwrap_path() is not None
+        if not self.sandboxed:
+            if require_sandbox:
+                raise GradingError("bubblewrap (bwrap) is not installed and --require-sandbox was given: "
+                                   "install it (Debian/Ubuntu: sudo apt-get install bubblewrap)")
+            log("WARNING: bubblewrap (bwrap) is not installed: student code runs WITHOUT a sandbox. "
+                "It can read the solutions and the gradebook and reach the network. "
+                "Install bubblewrap (sudo apt-get install bubblewrap) before grading real submissions.")
+        self.students = students or self._find_students()
+
+    # -- course layout ---------------------------------------------------------------------------
+    def _path(self, step: str, student: str = ".") -> Path:
+        return Path(self.coursedir.format_path(step, student, self.assignment))
+
+    def _find_students(self) -> list[str]:
+        base = Path(self.coursedir.format_path(self.coursedir.submitted_directory, "*", self.assignment))
+        found = sorted(p.parent.name for p in base.parent.parent.glob(f"*/{self.assignment}") if p.is_dir())
+        return found
+
+    def _gradebook(self):
+        from nbgrader.api import Gradebook
+
+        return Gradebook(self.db_url, self.coursedir.course_id)
+
+    def _notebook_ids(self) -> list[str]:
+        from nbgrader.api import MissingEntry
+
+        with self._gradebook() as gb:
+            try:
+                return [nb.name for nb in gb.find_assignment(self.assignment).notebooks]
+            except MissingEntry:
+                raise GradingError(f"assignment {self.assignment!r} is not in the gradebook: "
+                                   f"run `nbgrader generate_assignment {self.assignment}` first") from None
+
+    def _release(self, notebook: str) -> nbformat.NotebookNode:
+        path = self._path(self.coursedir.release_directory) / f"{notebook}.ipynb"
+        if not path.exists():
+            raise GradingError(f"no released notebook {path}: run `nbgrader generate_assignment {self.assignment}`")
+        return nbformat.read(path, as_version=4)
+
+    def _resources(self, student: str, notebook: str) -> dict:
+        return {"unique_key": notebook, "output_files_dir": f"{notebook}_files",
+                "nbgrader": {"student": student, "assignment": self.assignment, "notebook": notebook,
+                             "db_url": self.db_url}}
+
+    def _run_preprocessors(self, classes: list, nb, resources):
+        for cls in classes:
+            pp = cls(config=self.config)
+            nb, resources = pp(nb, resources)
+        return nb, resources
+
+    # -- step 1 ------------------------------------------------------------------------------------
+    def prepare(self, student: str, notebook: str, result: Result) -> Job | None:
+        from nbgrader.preprocessors import (CheckCellMetadata, ClearOutput, DeduplicateIds, OverwriteCells,
+                                            OverwriteKernelspec)
+
+        path = self._path(self.coursedir.submitted_directory, student) / f"{notebook}.ipynb"
+        if not path.exists():
+            return None  # nbgrader's rule: a missing notebook scores zero (see record_missing)
+        nb, problem = read_notebook(path)
+        if nb is None:
+            result.problems.append(problem)
+            result.graded = False
+            nb = self._release(notebook)   # graded as the blank release: zero, and formgrader has a page
+        else:
+            result.flags += repair(nb, self._release(notebook))
+        nb, _ = self._run_preprocessors(
+            [ClearOutput, DeduplicateIds, OverwriteKernelspec, OverwriteCells, CheckCellMetadata],
+            nb, self._resources(student, notebook))
+        add_guards(nb)
+        files = {f"{notebook}.ipynb": nbformat.writes(nb).encode()}
+        folder = path.parent
+        for f in sorted(folder.rglob("*")):
+            if f.is_file() and f.suffix != ".ipynb" and not f.is_symlink() and f.stat().st_size <= MAX_EXTRA_FILE:
+                files[str(f.relative_to(folder))] = f.read_bytes()
+        return Job(student, notebook, dict(nb), files, self.limits)
+
+    # -- step 3 ------------------------------------------------------------------------------------
+    def open_submission(self, student: str) -> None:
+        """As nbgrader's autograde does before converting: student, submission, timestamp, files."""
+        src = self._path(self.coursedir.submitted_directory, student)
+        dest = self._path(self.coursedir.autograded_directory, student)
+        with self._gradebook() as gb:
+            gb.update_or_create_student(student)
+            timestamp = self.coursedir.get_existing_timestamp(str(src))
+            if timestamp:
+                gb.update_or_create_submission(self.assignment, student, timestamp=timestamp)
+            else:
+                gb.update_or_create_submission(self.assignment, student)
+        if dest.exists():
+            shutil.rmtree(dest)
+        dest.mkdir(parents=True)
+        for base in (src, self._path(self.coursedir.source_directory)):
+            for f in base.rglob("*"):
+                if f.is_file() and f.suffix != ".ipynb" and not f.is_symlink():
+                    target = dest / f.relative_to(base)
+                    target.parent.mkdir(parents=True, exist_ok=True)
+                    shutil.copy(f, target)
+
+    def record(self, outcome: Outcome) -> None:
+        from nbconvert.preprocessors import ClearMetadataPreprocessor
+        from nbgrader.preprocessors import (AssignLatePenalties, CheckCellMetadata, IgnorePattern, LimitOutput,
+                                            SaveAutoGrades)
+
+        nb = nbformat.from_dict(outcome.nb)
+        nb, _ = self._run_preprocessors(
+            [IgnorePattern, ClearMetadataPreprocessor, LimitOutput, SaveAutoGrades, AssignLatePenalties,
+             CheckCellMetadata],
+            nb, self._resources(outcome.student, outcome.notebook))
+        dest = self._path(self.coursedir.autograded_directory, outcome.student) / f"{outcome.notebook}.ipynb"
+        nbformat.write(nb, dest)
+
+    def record_missing(self, student: str, notebook: str) -> None:
+        with self._gradebook() as gb:
+            sub = gb.find_submission_notebook(notebook, self.assignment, student)
+            for grade in sub.grades:
+                grade.auto_score = 0
+                grade.needs_manual_grade = False
+            gb.db.commit()
+
+    def totals(self, result: Result) -> None:
+        with self._gradebook() as gb:
+            sub = gb.find_submission(self.assignment, result.student)
+            result.max_score = float(sub.max_score)
+            result.score = float(sum(g.auto_score or 0 for nb in sub.notebooks for g in nb.grades))
+
+    # -- the run -----------------------------------------------------------------------------------
+    def run(self, progress: Callable[[Result], None] | None = None) -> list[Result]:
+        import warnings
+
+        from sqlalchemy.exc import SAWarning
+
+        # nbgrader's gradebook API trips SQLAlchemy's autoflush warnings; they are about nbgrader
+        warnings.filterwarnings("ignore", category=SAWarning)
+        notebooks = self._notebook_ids()
+        results = {s: Result(s) for s in self.students}
+        pending: list[Job] = []
+        for student in self.students:
+            self.open_submission(student)
+            for notebook in notebooks:
+                try:
+                    job = self.prepare(student, notebook, results[student])
+                except Exception as exc:
+                    results[student].problems.append(f"could not prepare {notebook}: {type(exc).__name__}: {exc}")
+                    results[student].graded = False
+                    continue
+                if job is None:
+                    results[student].problems.append(f"{notebook}.ipynb was not submitted (scored zero)")
+                    self.record_missing(student, notebook)
+                else:
+                    pending.append(job)
+        remaining = {s: sum(j.student == s for j in pending) for s in self.students}
+
+        def done(student: str) -> None:
+            if remaining[student] == 0:
+                try:
+                    self.totals(results[student])
+                except Exception as exc:
+                    results[student].problems.append(f"no totals: {exc}")
+                    results[student].graded = False
+                if progress:
+                    progress(results[student])
+
+        for s in self.students:
+            if remaining[s] == 0:
+                done(s)
+        for job, outcome, error in self._execute_all(pending):
+            r = results[job.student]
+            if error is not None:
+                r.problems.append(f"{job.notebook}: grading failed: {error}")
+                r.graded = False
+            else:
+                r.problems += [p for p in outcome.problems if p not in r.problems]
+                r.flags += [f for f in outcome.flags if f not in r.flags]
+                r.seconds += outcome.seconds
+                try:
+                    self.record(outcome)
+                except Exception as exc:
+                    r.problems.append(f"{job.notebook}: could not record grades: {type(exc).__name__}: {exc}")
+                    r.graded = False
+            remaining[job.student] -= 1
+            done(job.student)
+        return [results[s] for s in self.students]
+
+    def _execute_all(self, pending: list[Job]):
+        if not pending:
+            return
+        if self.scheduler:
+            yield from self._execute_dask(pending)
+            return
+        base = Path(tempfile.mkdtemp(prefix="copy-that-grade-"))
+        slots: queue.Queue[Slot] = queue.Queue()
+        workers = max(1, min(self.jobs, len(pending)))
+        started: list[Slot] = []
+
+        def start_slot(i: int) -> Slot:
+            slot = Slot(i, base, self.root, self.sandboxed)
+            slot.start()
+            return slot
+
+        def run(job: Job) -> Outcome:
+            slot = slots.get()
+            try:
+                return execute(job, slot)
+            finally:
+                slots.put(slot)
+
+        try:
+            with ThreadPoolExecutor(workers) as pool:
+                for slot in pool.map(start_slot, range(workers)):
+                    started.append(slot)
+                    slots.put(slot)
+                futures: dict[Future, Job] = {pool.submit(run, job): job for job in pending}
+                for fut in as_completed(futures):
+                    job = futures[fut]
+                    try:
+                        yield job, fut.result(), None
+                    except Exception as exc:
+                        yield job, None, f"{type(exc).__name__}: {exc}"
+        finally:
+            for slot in started:
+                slot.close()
+            shutil.rmtree(base, ignore_errors=True)
+
+    def _execute_dask(self, pending: list[Job]):
+        from distributed import Client, as_completed as dask_completed
+
+        from .remote import run_job
+
+        with Client(self.scheduler, timeout=30) as client:
+            futures = {client.submit(run_job, job, pure=False, key=f"grade-{job.student}-{job.notebook}"): job
+                       for job in pending}
+            for fut in dask_completed(futures):
+                job = futures[fut]
+                try:
+                    yield job, fut.result(), None
+                except Exception as exc:
+                    yield job, None, f"{type(exc).__name__}: {exc}"

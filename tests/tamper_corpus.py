@@ -1,0 +1,251 @@
+"""Submissions that try to fool, break or escape the grader, and the outcome each must have.
+
+Every case is a submission of assignment 1 (auto-graded maximum 12: four exercises worth 3).
+``build(ctx)`` returns the notebook (or raw bytes) to submit; ``check(result, ctx)`` asserts the
+outcome.  ``ctx`` carries the course root, a TCP port a test server listens on, and a marker
+that leftover processes would carry.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Callable
+
+import nbformat
+
+from autograder.course import role
+from harness import submission
+
+FULL = 12.0
+SHARES_WRONG = "def shares_memory(a, b):\n    return a is b\n"   # loses the 3 points of shares_memory
+
+
+@dataclass
+class Case:
+    name: str
+    what: str
+    build: Callable[[dict], nbformat.NotebookNode | bytes]
+    score: float | tuple[float, float]       # exact, or (low, high)
+    graded: bool = True                       # False: reported as not gradable
+    flag: str | None = None                   # text one of the flags must contain
+    problem: str | None = None                # text one of the problems must contain
+    extra: Callable[[object, dict], None] | None = None
+
+
+def ref(**replace: str) -> nbformat.NotebookNode:
+    return submission("a1_views", replace)
+
+
+def edit(nb: nbformat.NotebookNode, fn) -> nbformat.NotebookNode:
+    fn(nb)
+    return nb
+
+
+def cell(nb: nbformat.NotebookNode, grade_id: str) -> nbformat.NotebookNode:
+    return next(c for c in nb.cells if role(c).grade_id == grade_id)
+
+
+def with_code(before: str = "", after: str = "", target: str = "shares_memory") -> nbformat.NotebookNode:
+    """The reference answers with extra code in one answer cell."""
+    nb = ref()
+    c = cell(nb, target)
+    c.source = before + "\n" + c.source + "\n" + after
+    return nb
+
+
+def _output_of(result, grade_id: str) -> str:
+    nb = result.autograded
+    c = cell(nb, grade_id)
+    return "".join(o.get("text", "") + o.get("evalue", "") for o in c.get("outputs", []))
+
+
+CASES: list[Case] = [
+    # --- honest work -------------------------------------------------------------------------
+    Case("honest", "the reference answers", lambda ctx: ref(), FULL),
+    Case("blank", "the release as handed out", lambda ctx: submission("a1_views", blank=True), 0.0),
+    Case("warns", "a correct answer that prints a warning",
+         lambda ctx: ref(shares_memory="def shares_memory(a, b):\n    return a.storage().data_ptr() == b.storage().data_ptr()\n"),
+         FULL),
+    # --- tampering with the test cells ---------------------------------------------------------
+    Case("deleted-tests", "both test cells of shares_memory deleted, answer wrong",
+         lambda ctx: edit(ref(shares_memory=SHARES_WRONG), lambda nb: setattr(nb, "cells", [
+             c for c in nb.cells if not (role(c).grade_id or "").startswith("test_shares_memory")])),
+         FULL - 3),
+    Case("edited-tests", "test cells replaced by `pass`, answer wrong",
+         lambda ctx: edit(ref(shares_memory=SHARES_WRONG), lambda nb: [
+             setattr(c, "source", "pass") for c in nb.cells if role(c).is_test]),
+         FULL - 3),
+    Case("changed-points", "a test cell claims 100 points",
+         lambda ctx: edit(ref(), lambda nb: cell(nb, "test_plus_one").metadata.nbgrader.update(points=100)),
+         FULL, flag="edited"),
+    Case("flipped-flags", "a test cell marked as an answer cell",
+         lambda ctx: edit(ref(shares_memory=SHARES_WRONG), lambda nb: cell(nb, "test_shares_memory").metadata.nbgrader.update(
+             grade=False, solution=True, locked=False)),
+         FULL - 3, flag="restored"),
+    Case("renamed-test", "a test cell's grade id renamed, answer wrong",
+         lambda ctx: edit(ref(shares_memory=SHARES_WRONG), lambda nb: cell(nb, "test_shares_memory_hidden").metadata.nbgrader.update(
+             grade_id="my_own_cell")),
+         FULL - 3, flag="unknown grade id"),
+    Case("fake-graded-cell", "an extra cell posing as a graded test worth 50",
+         lambda ctx: edit(ref(), lambda nb: nb.cells.append(nbformat.from_dict({
+             "cell_type": "code", "source": "x = 1", "outputs": [], "execution_count": None, "id": "fake",
+             "metadata": {"nbgrader": {"grade": True, "solution": False, "locked": True, "points": 50,
+                                       "grade_id": "bonus", "schema_version": 3}}}))),
+         FULL, flag="unknown grade id"),
+    Case("duplicated-answer", "an answer cell pasted twice: a wrong copy, then the right one",
+         lambda ctx: edit(ref(), lambda nb: nb.cells.insert(
+             nb.cells.index(cell(nb, "shares_memory")),
+             nbformat.from_dict({**cell(nb, "shares_memory"), "id": "dup", "source": SHARES_WRONG}))),
+         FULL, flag="appears 2 times"),
+    Case("duplicated-test", "a test cell pasted twice",
+         lambda ctx: edit(ref(), lambda nb: nb.cells.append(nbformat.from_dict({**cell(nb, "test_plus_one"), "id": "dup2"}))),
+         FULL, flag="appears 2 times"),
+    Case("test-to-markdown", "a test cell turned into markdown, answer wrong",
+         lambda ctx: edit(ref(shares_memory=SHARES_WRONG), lambda nb: cell(nb, "test_shares_memory_hidden").update(
+             cell_type="markdown")),
+         FULL - 3, flag="changed type"),
+    # --- broken files --------------------------------------------------------------------------
+    Case("empty-file", "a 0-byte notebook", lambda ctx: b"", 0.0, graded=False, problem="is empty"),
+    Case("truncated", "a notebook cut in half",
+         lambda ctx: nbformat.writes(ref()).encode()[:3000], 0.0, graded=False, problem="not a notebook"),
+    Case("not-a-notebook", "a Python file saved as .ipynb",
+         lambda ctx: b"def shares_memory(a, b):\n    return True\n", 0.0, graded=False, problem="not a notebook"),
+    Case("not-utf8", "binary garbage", lambda ctx: bytes(range(256)) * 4, 0.0, graded=False, problem="not"),
+    # --- faults ----------------------------------------------------------------------------------
+    Case("exit-midway", "os._exit(1) in the third answer: the first two keep their points",
+         lambda ctx: with_code(before="import os\nos._exit(1)", target="plus_one"),
+         6.0, problem="kernel died"),
+    Case("infinite-loop", "plus_one never returns",
+         lambda ctx: ref(plus_one="def plus_one(t):\n    while True:\n        pass\n"),
+         FULL - 3),
+    Case("output-flood", "count_storages prints forever",
+         lambda ctx: ref(count_storages="def count_storages(tensors):\n    while True:\n        print('x' * 10000)\n"),
+         FULL - 3, problem="output passed its limit"),
+    Case("huge-allocation", "allocates 4 TiB next to a correct answer",
+         lambda ctx: with_code(after="import torch\ntry:\n    big = torch.empty(2 ** 40)\nexcept RuntimeError as e:\n    print('refused')",
+                               target="add_one_"),
+         FULL),
+    Case("memory-hog", "fills memory in a loop inside plus_one",
+         lambda ctx: ref(plus_one="def plus_one(t):\n    hog = []\n    while True:\n        hog.append(torch.ones(2 ** 24))\n"),
+         FULL - 3),
+    Case("fork-bomb", "spawns processes until it cannot",
+         lambda ctx: with_code(after="import os\npids = []\ntry:\n    for _ in range(10000):\n        p = os.fork()\n        if p == 0:\n            import time; time.sleep(60); os._exit(0)\n        pids.append(p)\nexcept OSError:\n    print('stopped after', len(pids))",
+                               target="count_storages"),
+         FULL),
+    # --- escaping the sandbox --------------------------------------------------------------------
+    Case("read-secrets", "reads the solutions, the gradebook and other submissions",
+         lambda ctx: with_code(after=f"""
+import os
+ROOT = {str(ctx['root'])!r}
+for path in ('solutions/a1_views/a1_views.ipynb', 'gradebook.db', 'submitted', 'nbgrader_config.py'):
+    try:
+        found = os.listdir(os.path.join(ROOT, path)) if path == 'submitted' else open(os.path.join(ROOT, path), 'rb').read(10)
+        print('LEAKED', path)
+    except OSError as e:
+        print('blocked', path)
+"""), FULL, extra=lambda r, ctx: _no("LEAKED", _output_of(r, "shares_memory"))),
+    Case("write-gradebook", "gives everyone extra credit through sqlite",
+         lambda ctx: with_code(after=f"""
+import sqlite3
+try:
+    db = sqlite3.connect({str(ctx['root'] / 'gradebook.db')!r})
+    db.execute('UPDATE grade SET extra_credit = 100')
+    db.commit()
+    print('WROTE')
+except Exception as e:
+    print('blocked', type(e).__name__)
+"""), FULL),
+    Case("delete-course", "deletes the solutions and the course config",
+         lambda ctx: with_code(after=f"""
+import shutil, os
+shutil.rmtree({str(ctx['root'] / 'solutions')!r}, ignore_errors=True)
+try:
+    os.remove({str(ctx['root'] / 'nbgrader_config.py')!r})
+except OSError:
+    pass
+"""), FULL),
+    Case("network", "connects to a server on the grader's loopback",
+         lambda ctx: with_code(after=f"""
+import socket
+try:
+    socket.create_connection(('127.0.0.1', {ctx['port']}), timeout=2).sendall(b'stolen')
+    print('CONNECTED')
+except OSError as e:
+    print('blocked', type(e).__name__)
+"""), FULL, extra=lambda r, ctx: _no("CONNECTED", _output_of(r, "shares_memory"))),
+    Case("leftover-processes", "starts a background process and a double-forked daemon",
+         lambda ctx: with_code(after=f"""
+import subprocess, os
+subprocess.Popen(['sleep', '{ctx['marker']}'])
+if os.fork() == 0:
+    os.setsid()
+    if os.fork() == 0:
+        os.execvp('sleep', ['sleep', '{ctx['marker']}'])
+    os._exit(0)
+"""), FULL),
+    # --- code that lies --------------------------------------------------------------------------
+    Case("patched-torch", "replaces torch.Tensor.untyped_storage with a fake before the tests run",
+         lambda ctx: ref(shares_memory="""
+import torch
+_shared = torch.zeros(1).untyped_storage()
+torch.Tensor.untyped_storage = lambda self: _shared
+def shares_memory(a, b):
+    return a.untyped_storage().data_ptr() == b.untyped_storage().data_ptr()
+"""), FULL, flag="changed torch.Tensor.untyped_storage"),
+    Case("patched-helpers", "replaces the test helpers with no-ops, all answers wrong",
+         lambda ctx: ref(shares_memory="""
+from autograder import checks as ck
+for name in dir(ck):
+    if name.startswith('check'):
+        setattr(ck, name, lambda *a, **k: None)
+def shares_memory(a, b):
+    return True
+""", plus_one="def plus_one(t):\n    return t\n"),
+         FULL - 6, flag="changed autograder.checks"),
+    Case("rebinds-ck", "binds the name ck to a fake module, answer wrong",
+         lambda ctx: ref(shares_memory="""
+class _Fake:
+    def __getattr__(self, name):
+        return lambda *a, **k: None
+ck = _Fake()
+def shares_memory(a, b):
+    return True
+"""), FULL - 3, flag="the name 'ck'"),
+    Case("lying-object", "returns an object whose __eq__ and __bool__ always say yes",
+         lambda ctx: ref(shares_memory="""
+class Yes:
+    def __eq__(self, other):
+        return True
+    def __bool__(self):
+        return True
+    __hash__ = object.__hash__
+def shares_memory(a, b):
+    return Yes()
+""", count_storages="""
+class Num(int):
+    def __eq__(self, other):
+        return True
+    __hash__ = int.__hash__
+def count_storages(tensors):
+    return Num(0)
+"""), FULL - 6),
+    Case("fake-tick", "prints a fake \u2713 line next to a wrong answer",
+         lambda ctx: ref(shares_memory="""
+import sys
+print('\\u2713 all tests passed')
+def shares_memory(a, b):
+    return a is b
+"""), FULL - 3),
+]
+
+
+def _no(text: str, output: str) -> None:
+    assert text not in output, output
+
+
+def by_name() -> dict[str, Case]:
+    return {c.name: c for c in CASES}
+
+
+def summary() -> str:
+    return json.dumps({c.name: c.what for c in CASES}, indent=1)

@@ -1,0 +1,206 @@
+"""``autograder grade``: the tamper corpus, agreement with plain nbgrader, the command line."""
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from autograder.build import nbgrader_env
+from autograder.grading.runner import Grader, GradingError
+from autograder.grading.sandbox import Limits, bwrap_path
+from harness import ROOT, scratch_course, submission, submit
+from tamper_corpus import CASES, Case
+
+pytestmark = pytest.mark.xdist_group("grading")
+
+SANDBOX = pytest.mark.skipif(bwrap_path() is None and not os.environ.get("CI"),
+                             reason="bubblewrap is not installed (make test-deps installs it as root)")
+TEST_LIMITS = Limits(memory_bytes=2 << 30, cell_timeout=8, notebook_timeout=120, cpu_seconds=60,
+                     output_bytes=1 << 20)
+
+
+def scores_of(root: Path, assignment: str, student: str) -> dict[str, float]:
+    from nbgrader.api import Gradebook
+
+    with Gradebook(f"sqlite:///{root / 'gradebook.db'}") as gb:
+        sub = gb.find_submission_notebook(assignment, assignment, student)
+        return {g.name: (g.auto_score if g.auto_score is not None else -1.0) for g in sub.grades}
+
+
+class _Listener:
+    """A TCP server on loopback that records whether anybody connected."""
+
+    def __init__(self):
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen()
+        self.sock.settimeout(0.5)
+        self.port = self.sock.getsockname()[1]
+        self.connections = 0
+        self.stop = False
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self):
+        while not self.stop:
+            try:
+                conn, _ = self.sock.accept()
+                self.connections += 1
+                conn.close()
+            except OSError:
+                pass
+
+    def close(self):
+        self.stop = True
+        self.thread.join(2)
+        self.sock.close()
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory):
+    root = scratch_course(tmp_path_factory.mktemp("tamper"), "a1_views")
+    listener = _Listener()
+    ctx = {"root": root, "port": listener.port, "marker": str(4000 + uuid.uuid4().int % 1000)}
+    for case in CASES:
+        submit(root, "a1_views", case.name, case.build(ctx))
+    config_before = (root / "nbgrader_config.py").read_bytes()
+    start = time.monotonic()
+    results = {r.student: r for r in Grader(root, "a1_views", jobs=2, limits=TEST_LIMITS, log=lambda m: None).run()}
+    ctx["seconds"] = time.monotonic() - start
+    time.sleep(0.5)
+    listener.close()
+    ctx["connections"] = listener.connections
+    ctx["config_before"] = config_before
+    for name, r in results.items():
+        path = root / "autograded" / name / "a1_views" / "a1_views.ipynb"
+        r.autograded = nbformat.read(path, as_version=4) if path.exists() else None
+    return results, ctx
+
+
+@SANDBOX
+@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+def test_tamper_case_has_its_outcome(case: Case, corpus):
+    results, ctx = corpus
+    r = results[case.name]
+    lo, hi = case.score if isinstance(case.score, tuple) else (case.score, case.score)
+    assert lo <= r.score <= hi, f"{case.what}: scored {r.score}, expected {case.score}; {r.problems} {r.flags}"
+    assert r.max_score == 14.0, "points a submission claims never change the maximum"
+    assert r.graded is case.graded, r.problems
+    if case.flag:
+        assert any(case.flag in f for f in r.flags), f"expected a flag with {case.flag!r}: {r.flags}"
+    if case.problem:
+        assert any(case.problem in p for p in r.problems), f"expected a problem with {case.problem!r}: {r.problems}"
+    if case.extra:
+        case.extra(r, ctx)
+
+
+@SANDBOX
+def test_honest_submissions_raise_no_flags(corpus):
+    results, _ = corpus
+    for name in ("honest", "blank", "warns"):
+        assert results[name].flags == [] and results[name].problems == [], (name, results[name])
+
+
+@SANDBOX
+def test_nothing_escapes_the_sandbox(corpus):
+    results, ctx = corpus
+    root = ctx["root"]
+    assert ctx["connections"] == 0, "a submission reached a server on the grader's loopback"
+    assert (root / "solutions" / "a1_views" / "a1_views.ipynb").exists()
+    assert (root / "nbgrader_config.py").read_bytes() == ctx["config_before"]
+    from nbgrader.api import Gradebook
+
+    with Gradebook(f"sqlite:///{root / 'gradebook.db'}") as gb:
+        for student in results:
+            for nb in gb.find_submission("a1_views", student).notebooks:
+                assert all(not g.extra_credit for g in nb.grades), f"extra credit for {student}"
+    leftover = subprocess.run(["pgrep", "-f", f"sleep {ctx['marker']}"], capture_output=True, text=True).stdout
+    assert leftover.strip() == "", "a process started by a submission outlived its grading"
+    assert results["honest"].score == 12.0, "another student's grade changed"
+
+
+@SANDBOX
+def test_gradebook_and_autograded_notebooks_work_for_nbgrader(corpus):
+    """After `grade`, nbgrader's own feedback and export read what it wrote."""
+    _, ctx = corpus
+    root = ctx["root"]
+    out = subprocess.run([sys.executable, "-m", "nbgrader", "generate_feedback", "a1_views", "--student", "honest"],
+                         cwd=root, env=nbgrader_env(), capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    html = (root / "feedback" / "honest" / "a1_views" / "a1_views.html").read_text()
+    assert "12" in html and "BEGIN HIDDEN TESTS" not in html
+    out = subprocess.run([sys.executable, "-m", "nbgrader", "export", "--to", "grades.csv"], cwd=root,
+                         env=nbgrader_env(), capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    rows = (root / "grades.csv").read_text().splitlines()
+    assert any(row.startswith("a1_views") and ",honest," in row for row in rows)
+
+
+@SANDBOX
+def test_scores_equal_plain_nbgrader_for_honest_submissions(tmp_path):
+    """Same submissions, plain `nbgrader autograde` and `grade`: the same score in every cell."""
+    subs = {"reference": submission("a1_views"), "blank": submission("a1_views", blank=True),
+            "wrong_shares": submission("a1_views", {"shares_memory": "def shares_memory(a, b):\n    return a.data_ptr() == b.data_ptr()\n"}),
+            "wrong_plus": submission("a1_views", {"plus_one": "def plus_one(t):\n    t += 1\n    return t\n"}),
+            "warns": submission("a1_views", {"shares_memory": "def shares_memory(a, b):\n    return a.storage().data_ptr() == b.storage().data_ptr()\n"})}
+    plain = scratch_course(tmp_path / "plain", "a1_views")
+    ours = scratch_course(tmp_path / "ours", "a1_views")
+    for student, nb in subs.items():
+        submit(plain, "a1_views", student, nb)
+        submit(ours, "a1_views", student, nb)
+    out = subprocess.run([sys.executable, "-m", "nbgrader", "autograde", "a1_views"], cwd=plain,
+                         env=nbgrader_env(), capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr[-2000:]
+    Grader(ours, "a1_views", jobs=2, log=lambda m: None).run()
+    for student in subs:
+        assert scores_of(ours, "a1_views", student) == scores_of(plain, "a1_views", student), student
+
+
+def test_grading_without_bubblewrap_warns_and_can_refuse(tmp_path, monkeypatch):
+    import autograder.grading.runner as runner
+
+    root = scratch_course(tmp_path / "c", "a1_views")
+    monkeypatch.setattr(runner, "bwrap_path", lambda: None)
+    messages = []
+    Grader(root, "a1_views", log=messages.append)
+    assert messages and "WITHOUT a sandbox" in messages[0]
+    with pytest.raises(GradingError, match="--require-sandbox"):
+        Grader(root, "a1_views", require_sandbox=True, log=messages.append)
+
+
+def test_grading_an_unknown_assignment_says_what_to_do(tmp_path):
+    root = scratch_course(tmp_path / "c", "a1_views")
+    (root / "submitted" / "s1" / "a2_other").mkdir(parents=True)
+    with pytest.raises(GradingError, match="generate_assignment"):
+        Grader(root, "a2_other", log=lambda m: None).run()
+
+
+@SANDBOX
+def test_grade_command_prints_a_summary_and_exits_non_zero_for_broken_files(tmp_path):
+    root = scratch_course(tmp_path / "c", "a1_views")
+    submit(root, "a1_views", "alice", submission("a1_views"))
+    submit(root, "a1_views", "bob", b"")
+    out = subprocess.run([sys.executable, "-m", "autograder", "grade", "a1_views", "--jobs", "2"], cwd=root,
+                         capture_output=True, text=True, timeout=600)
+    assert out.returncode == 1, out.stdout + out.stderr
+    text = " ".join(out.stdout.split())
+    assert "alice" in text and "12" in text and "bob" in text and "is empty" in text
+    assert "could not be graded: bob" in text
+    only = subprocess.run([sys.executable, "-m", "autograder", "grade", "a1_views", "--student", "alice"], cwd=root,
+                          capture_output=True, text=True, timeout=600)
+    assert only.returncode == 0, only.stdout + only.stderr
+    for command in (["feedback", "a1_views"], ["export"]):
+        done = subprocess.run([sys.executable, "-m", "autograder", *command], cwd=root, capture_output=True,
+                              text=True, timeout=300)
+        assert done.returncode == 0, done.stderr
+    assert (root / "feedback" / "alice" / "a1_views" / "a1_views.html").exists()
+    assert (root / "grades.csv").exists()
