@@ -11,7 +11,7 @@ PORT   ?= 8888
 JOBS   ?= 2
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: setup lab test exercises lectures check-exercises doctor system-deps test-deps clean site handout
+.PHONY: setup lab test exercises lectures check-exercises doctor system-deps test-deps bench clean site handout
 
 setup: $(STAMP) system-deps
 
@@ -79,6 +79,10 @@ site: setup
 # What students get: build/handout/copy-that/ and .zip (course/, exercises/, README; no solutions).
 handout: setup
 	$(PY) -m autograder handout
+
+# Plain `nbgrader autograde` against `python -m autograder grade` on the same N submissions.
+bench: test-deps
+	$(PY) bench/grade_bench.py --n $(or $(N),40)
 
 doctor: setup
 	$(PY) -m autograder doctor

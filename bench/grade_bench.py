@@ -1,0 +1,91 @@
+"""Benchmark: plain `nbgrader autograde` against `python -m autograder grade`, side by side.
+
+The same N honest submissions of one assignment (the reference answers and the answer corpus's
+right and wrong answers, in turn) are graded twice in one run, each in its own scratch course:
+once by plain nbgrader (one kernel per notebook, one after another), once by `grade` (sandboxed
+fork-server slots, --jobs in parallel).  Per-cell scores must agree; the wall-time ratio is
+printed.  Run with `make bench` (N=40 by default) or
+`.venv/bin/python bench/grade_bench.py --n 40 --assignment a1_views`.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent / "tests"))
+
+from harness import scratch_course, submission, submit  # noqa: E402
+
+from autograder.build import nbgrader_env  # noqa: E402
+from autograder.grading.runner import Grader  # noqa: E402
+
+
+def honest_submissions(assignment: str, n: int) -> dict:
+    answers = importlib.import_module(f"answers.{assignment}")
+    variants = [submission(assignment)]
+    variants += [submission(assignment, {a.cell: a.source}) for a in answers.RIGHT + answers.WRONG]
+    return {f"student{i:03d}": variants[i % len(variants)] for i in range(n)}
+
+
+def cell_scores(root: Path, assignment: str, students) -> dict:
+    from nbgrader.api import Gradebook
+
+    out = {}
+    with Gradebook(f"sqlite:///{root / 'gradebook.db'}") as gb:
+        for s in students:
+            for nb in gb.find_submission(assignment, s).notebooks:
+                for g in nb.grades:
+                    out[(s, g.name)] = g.auto_score
+    return out
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--n", type=int, default=40)
+    parser.add_argument("--assignment", default="a1_views")
+    parser.add_argument("--jobs", type=int, default=os.cpu_count())
+    args = parser.parse_args()
+
+    subs = honest_submissions(args.assignment, args.n)
+    with tempfile.TemporaryDirectory(prefix="copy-that-bench-") as tmp:
+        plain = scratch_course(Path(tmp) / "plain", args.assignment)
+        ours = scratch_course(Path(tmp) / "ours", args.assignment)
+        for student, nb in subs.items():
+            submit(plain, args.assignment, student, nb)
+            submit(ours, args.assignment, student, nb)
+
+        t0 = time.perf_counter()
+        proc = subprocess.run([sys.executable, "-m", "nbgrader", "autograde", args.assignment], cwd=plain,
+                              env=nbgrader_env(), capture_output=True, text=True)
+        plain_s = time.perf_counter() - t0
+        if proc.returncode != 0:
+            print(proc.stderr[-3000:])
+            return 1
+
+        t0 = time.perf_counter()
+        results = Grader(ours, args.assignment, jobs=args.jobs, log=print).run()
+        ours_s = time.perf_counter() - t0
+
+        a, b = cell_scores(plain, args.assignment, subs), cell_scores(ours, args.assignment, subs)
+        differ = sorted(k for k in a if a[k] != b.get(k))
+        flagged = [r.student for r in results if r.flags or r.problems]
+    print(f"submissions: {args.n} of {args.assignment} ({len(a)} graded cells), machine: {os.cpu_count()} cores")
+    print(f"plain nbgrader autograde: {plain_s:7.1f} s  ({plain_s / args.n:.2f} s per submission)")
+    print(f"autograder grade --jobs {args.jobs}: {ours_s:7.1f} s  ({ours_s / args.n:.2f} s per submission, "
+          f"sandboxed: {'yes' if shutil.which('bwrap') else 'no'})")
+    print(f"speed-up: {plain_s / ours_s:.1f}x")
+    print(f"scores identical in every cell: {not differ}" + (f"  (differ: {differ[:5]})" if differ else ""))
+    print(f"flagged or with problems: {len(flagged)}")
+    return 0 if not differ and not flagged else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
