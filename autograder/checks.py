@@ -12,7 +12,7 @@ change what a check sees.
 from __future__ import annotations
 
 import math
-from typing import Any, Iterable
+from typing import Any
 
 import torch
 

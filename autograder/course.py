@@ -100,3 +100,24 @@ def fill_answers(release: nbformat.NotebookNode, answers: dict[str, str]) -> nbf
         if r.solution and r.grade_id in answers:
             cell.source = answers[r.grade_id]
     return nb
+
+
+def region_lines(nb: nbformat.NotebookNode, kinds: tuple[str, ...] = ("SOLUTION", "HIDDEN TESTS"),
+                 min_length: int = 12) -> set[str]:
+    """Lines that appear only inside ``### BEGIN <kind>`` regions of an instructor's notebook.
+
+    Lines that also appear outside the regions (a repeated setup line) are not secrets; what is
+    left must never reach a learner's notebook or feedback.
+    """
+    inside_lines: set[str] = set()
+    outside_lines: set[str] = set()
+    for cell in nb.cells:
+        inside = False
+        for line in cell.source.splitlines():
+            if any(f"BEGIN {k}" in line for k in kinds):
+                inside = True
+            elif any(f"END {k}" in line for k in kinds):
+                inside = False
+            elif len(line.strip()) > min_length:
+                (inside_lines if inside else outside_lines).add(line.strip())
+    return inside_lines - outside_lines

@@ -15,7 +15,7 @@ from pathlib import Path
 import nbformat
 
 from .build import generate_into
-from .course import LECTURE_DIR, RELEASE_DIR, SOURCE_DIR, role
+from .course import LECTURE_DIR, RELEASE_DIR, SOURCE_DIR, region_lines, role
 
 NAME = "copy-that"
 # What a student needs to run the lectures and check the exercises, relative to the course root.
@@ -38,20 +38,12 @@ class Handout:
 
 
 def _secret_lines(source_nb: nbformat.NotebookNode) -> set[str]:
-    """Lines that exist only inside solution or hidden-test regions of the instructor's notebook."""
-    inside_lines, outside_lines = set(), set()
+    """Lines only the instructor may see: solution and hidden-test regions, model answers."""
+    secrets = region_lines(source_nb)
     for cell in source_nb.cells:
-        inside = False
-        for line in cell.source.splitlines():
-            if "BEGIN SOLUTION" in line or "BEGIN HIDDEN TESTS" in line:
-                inside = True
-            elif "END SOLUTION" in line or "END HIDDEN TESTS" in line:
-                inside = False
-            elif len(line.strip()) > 12:
-                (inside_lines if inside else outside_lines).add(line.strip())
         if role(cell).is_manual and cell.cell_type == "markdown":  # the model answer of a written question
-            inside_lines.add(cell.source.strip())
-    return inside_lines - outside_lines
+            secrets.add(cell.source.strip())
+    return secrets
 
 
 def leaks(folder: Path, root: Path) -> list[str]:

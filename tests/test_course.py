@@ -16,7 +16,8 @@ import yaml
 from traitlets.config import PyFileConfigLoader
 
 from autograder import build
-from autograder.course import RELEASE_DIR, SOURCE_DIR, WARNING_PATTERN, assignments, notebooks, role
+from autograder.course import (RELEASE_DIR, SOURCE_DIR, WARNING_PATTERN, assignments, notebooks, region_lines,
+                               role)
 from harness import ROOT, submission
 
 PY = sys.executable
@@ -90,18 +91,7 @@ def test_release_leaks_no_solution_code_and_no_hidden_tests(assignment):
     release = nbformat.read(ROOT / RELEASE_DIR / assignment / f"{assignment}.ipynb", as_version=4)
     source = nbformat.read(ROOT / SOURCE_DIR / assignment / f"{assignment}.ipynb", as_version=4)
     released_lines = {line.strip() for c in release.cells for line in c.source.splitlines()}
-    inside_lines, outside_lines = set(), set()
-    for cell in source.cells:
-        inside = False
-        for line in cell.source.splitlines():
-            if "BEGIN SOLUTION" in line or "BEGIN HIDDEN TESTS" in line:
-                inside = True
-            elif "END SOLUTION" in line or "END HIDDEN TESTS" in line:
-                inside = False
-            elif len(line.strip()) > 12:
-                (inside_lines if inside else outside_lines).add(line.strip())
-    # lines that exist only in solution or hidden regions never reach the release
-    leaked = (inside_lines - outside_lines) & released_lines
+    leaked = region_lines(source) & released_lines
     assert not leaked, f"{assignment}: released {sorted(leaked)[:3]}"
     for cell in source.cells:
         if role(cell).is_manual:

@@ -13,7 +13,7 @@ from functools import lru_cache
 import nbformat
 import pytest
 
-from autograder.course import assignments, role
+from autograder.course import assignments, region_lines, role
 from harness import (ROOT, Answer, Graded, autograde, cells_testing, release_notebook, source_notebook,
                      submission)
 
@@ -97,16 +97,7 @@ def test_hidden_tests_run_at_grading(assignment, tmp_path_factory):
 def hidden_test_lines(assignment: str) -> list[str]:
     """The substantial lines that exist only in hidden-test regions of the instructor's notebook."""
     nb = nbformat.read(source_notebook(assignment), as_version=4)
-    hidden, visible, inside = set(), set(), False
-    for cell in nb.cells:
-        for line in cell.source.splitlines():
-            if "BEGIN HIDDEN TESTS" in line:
-                inside = True
-            elif "END HIDDEN TESTS" in line:
-                inside = False
-            elif len(line.strip()) > 25:
-                (hidden if inside else visible).add(line.strip())
-    return sorted(hidden - visible)
+    return sorted(region_lines(nb, kinds=("HIDDEN TESTS",), min_length=25))
 
 
 @pytest.mark.parametrize("assignment", per_assignment())

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import os
-import shutil
 import socket
 import subprocess
 import sys
@@ -17,7 +16,7 @@ import pytest
 from autograder.build import nbgrader_env
 from autograder.grading.runner import Grader, GradingError
 from autograder.grading.sandbox import Limits, bwrap_path
-from harness import ROOT, scratch_course, submission, submit
+from harness import scratch_course, submission, submit
 from tamper_corpus import CASES, Case
 
 pytestmark = pytest.mark.xdist_group("grading")

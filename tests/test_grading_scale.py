@@ -8,11 +8,9 @@ test is skipped with that reason, except under CI, where it fails.
 from __future__ import annotations
 
 import os
-import shutil
 import socket
 import subprocess
 import sys
-import time
 import uuid
 from pathlib import Path
 
@@ -20,7 +18,7 @@ import pytest
 
 from autograder.grading.runner import Grader
 from autograder.grading.sandbox import bwrap_path
-from harness import ROOT, scratch_course, submission, submit
+from harness import scratch_course, submission, submit
 
 pytestmark = pytest.mark.xdist_group("grading")
 

@@ -20,7 +20,7 @@ import pytest
 from traitlets.config import Config, PyFileConfigLoader
 
 from autograder import handout, site
-from autograder.course import LECTURE_DIR, RELEASE_DIR, SOURCE_DIR, assignments, lectures, notebooks, role
+from autograder.course import LECTURE_DIR, RELEASE_DIR, SOURCE_DIR, assignments, lectures, notebooks, region_lines, role
 from harness import ROOT
 
 PY = sys.executable
@@ -180,17 +180,7 @@ def made_handout(tmp_path_factory):
 
 def hidden_and_solution_lines(nb_path: Path) -> set[str]:
     """Lines found only inside ``### BEGIN SOLUTION`` / ``### BEGIN HIDDEN TESTS`` regions."""
-    inside, outside = set(), set()
-    for cell in nbformat.read(nb_path, as_version=4).cells:
-        region = False
-        for line in cell.source.splitlines():
-            if "BEGIN SOLUTION" in line or "BEGIN HIDDEN TESTS" in line:
-                region = True
-            elif "END SOLUTION" in line or "END HIDDEN TESTS" in line:
-                region = False
-            elif len(line.strip()) > 12:
-                (inside if region else outside).add(line.strip())
-    return inside - outside
+    return region_lines(nbformat.read(nb_path, as_version=4))
 
 
 def test_handout_holds_course_exercises_and_a_student_readme(made_handout):

@@ -18,10 +18,7 @@ from __future__ import annotations
 import os
 import queue
 import shutil
-import sys
 import tempfile
-import threading
-import traceback
 from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
