@@ -60,7 +60,8 @@ lab: setup
 	  $$( [ "$$(id -u)" = 0 ] && echo --allow-root ) course/00_start_here.ipynb
 
 test: test-deps
-	$(PY) -m pytest -n $(JOBS) --dist loadgroup
+	$(PY) -m pytest -n $(JOBS) --dist loadgroup -m "not browser"
+	$(PY) -m pytest -p no:xdist -m browser
 
 exercises: setup
 	$(PY) -m autograder build

@@ -79,6 +79,7 @@ class CheckFailed(AssertionError):
 
 
 def _fail(observed: str, expected: str, hint: str | None = None) -> None:
+    __tracebackhide__ = True  # IPython shows the test's line, not this helper's
     message = f"{observed}; expected {expected}."
     if hint:
         message += f" Likely mistake: {hint}"
@@ -98,6 +99,7 @@ def _type_name(obj: Any) -> str:
 def check_type(obj: Any, expected: type | tuple[type, ...], what: str = "the result",
                hint: str | None = None) -> None:
     """The exact type of ``obj`` is ``expected`` (or one of them); subclasses do not count."""
+    __tracebackhide__ = True  # IPython shows the test's line, not this helper's
     allowed = expected if _isinstance(expected, tuple) else (expected,)
     if _type(obj) not in allowed:
         names = " or ".join(t.__qualname__ for t in allowed)
@@ -107,6 +109,7 @@ def check_type(obj: Any, expected: type | tuple[type, ...], what: str = "the res
 def check_tensor(obj: Any, what: str = "the result", allow_parameter: bool = False,
                  hint: str | None = None) -> None:
     """``obj`` really is a ``torch.Tensor`` (not a subclass or an object that pretends)."""
+    __tracebackhide__ = True  # IPython shows the test's line, not this helper's
     allowed: tuple[type, ...] = (_Tensor, _Parameter) if allow_parameter else (_Tensor,)
     if obj is None:
         _fail(f"{what} is None", "a torch.Tensor",
@@ -131,6 +134,7 @@ def _describe_storage(t: torch.Tensor) -> str:
 def check_same_storage(a: torch.Tensor, b: torch.Tensor, what: str = "the result",
                        other: str = "the input", hint: str | None = None) -> None:
     """``a`` and ``b`` are backed by one storage (views of each other, or the same tensor)."""
+    __tracebackhide__ = True  # IPython shows the test's line, not this helper's
     check_tensor(a, what, allow_parameter=True)
     check_tensor(b, other, allow_parameter=True)
     if storage_ptr(a) != storage_ptr(b):
@@ -142,6 +146,7 @@ def check_same_storage(a: torch.Tensor, b: torch.Tensor, what: str = "the result
 def check_new_storage(result: torch.Tensor, source: torch.Tensor, what: str = "the result",
                       other: str = "the input", hint: str | None = None) -> None:
     """``result`` does not share memory with ``source``."""
+    __tracebackhide__ = True  # IPython shows the test's line, not this helper's
     check_tensor(result, what, allow_parameter=True)
     check_tensor(source, other, allow_parameter=True)
     if storage_ptr(result) == storage_ptr(source):
@@ -153,6 +158,7 @@ def check_new_storage(result: torch.Tensor, source: torch.Tensor, what: str = "t
 def check_same_object(result: Any, expected: Any, what: str = "the result",
                       other: str = "the input", hint: str | None = None) -> None:
     """``result is expected``: the very same Python object."""
+    __tracebackhide__ = True  # IPython shows the test's line, not this helper's
     if result is not expected:
         _fail(f"{what} is a different object ({_type_name(result)})",
               f"{other} itself",
@@ -162,6 +168,7 @@ def check_same_object(result: Any, expected: Any, what: str = "the result",
 def check_version_unchanged(t: torch.Tensor, before: int, what: str = "the input",
                             hint: str | None = None) -> None:
     """No in-place operation touched ``t`` since its version counter read ``before``."""
+    __tracebackhide__ = True  # IPython shows the test's line, not this helper's
     now = version(t)
     if now != before:
         _fail(f"{what}._version went from {before} to {now} (it was modified in place)",
@@ -172,6 +179,7 @@ def check_version_unchanged(t: torch.Tensor, before: int, what: str = "the input
 def check_version_bumped(t: torch.Tensor, before: int, what: str = "the tensor",
                          hint: str | None = None) -> None:
     """``t`` was modified in place at least once since its version read ``before``."""
+    __tracebackhide__ = True  # IPython shows the test's line, not this helper's
     now = version(t)
     if now <= before:
         _fail(f"{what}._version is still {now}",
@@ -182,6 +190,7 @@ def check_version_bumped(t: torch.Tensor, before: int, what: str = "the tensor",
 def check_requires_grad(t: torch.Tensor, expected: bool, what: str = "the result",
                         hint: str | None = None) -> None:
     """``t.requires_grad`` is ``expected``."""
+    __tracebackhide__ = True  # IPython shows the test's line, not this helper's
     check_tensor(t, what, allow_parameter=True)
     got = _requires_grad_get(t)
     if got is not expected:
@@ -195,6 +204,7 @@ def check_requires_grad(t: torch.Tensor, expected: bool, what: str = "the result
 def check_leaf(t: torch.Tensor, expected: bool, what: str = "the result",
                hint: str | None = None) -> None:
     """``t.is_leaf`` is ``expected``."""
+    __tracebackhide__ = True  # IPython shows the test's line, not this helper's
     check_tensor(t, what, allow_parameter=True)
     got = _is_leaf_get(t)
     if got is not expected:
@@ -204,6 +214,7 @@ def check_leaf(t: torch.Tensor, expected: bool, what: str = "the result",
 def check_grad_fn(t: torch.Tensor, expected: str | None, what: str = "the result",
                   hint: str | None = None) -> None:
     """``type(t.grad_fn).__name__`` is ``expected``; ``None`` means no ``grad_fn`` at all."""
+    __tracebackhide__ = True  # IPython shows the test's line, not this helper's
     check_tensor(t, what, allow_parameter=True)
     fn = _grad_fn_get(t)
     got = None if fn is None else _type(fn).__name__
@@ -224,6 +235,7 @@ def _as_float64(x: Any) -> torch.Tensor:
 def check_close(actual: Any, expected: Any, what: str = "the result", atol: float = ATOL,
                 rtol: float = RTOL, check_dtype: bool = True, hint: str | None = None) -> None:
     """``actual`` is a tensor with the shape (and dtype) of ``expected`` and values within tolerance."""
+    __tracebackhide__ = True  # IPython shows the test's line, not this helper's
     check_tensor(actual, what, allow_parameter=True)
     exp = expected if _isinstance(expected, _Tensor) else _as_tensor(expected)
     if _shape_get(actual) != _shape_get(exp):
@@ -242,6 +254,7 @@ def check_close(actual: Any, expected: Any, what: str = "the result", atol: floa
 def check_grad(t: torch.Tensor, expected: Any, what: str = "x.grad", atol: float = ATOL,
                rtol: float = RTOL, hint: str | None = None) -> None:
     """Karpathy-style gradient check: ``t.grad`` exists and is exact, close, or how far off."""
+    __tracebackhide__ = True  # IPython shows the test's line, not this helper's
     check_tensor(t, what.removesuffix(".grad") or "the tensor", allow_parameter=True)
     g = _grad_get(t)
     if expected is None:
@@ -270,6 +283,7 @@ def check_equal(actual: Any, expected: Any, what: str = "the result",
 
     Floats are compared with a tolerance; the type check stops objects whose ``__eq__`` lies.
     """
+    __tracebackhide__ = True  # IPython shows the test's line, not this helper's
     exp_type = _type(expected)
     if exp_type is _float:
         if _type(actual) is not _float:

@@ -33,7 +33,9 @@ import pytest
 from autograder.course import LECTURE_DIR, RELEASE_DIR, SOURCE_DIR, lectures, role
 from harness import ROOT
 
-pytestmark = pytest.mark.xdist_group("browser")
+# The browser tests run after the parallel suite, alone on the machine (see the Makefile): under
+# the load of parallel grading a cold JupyterLab kernel can take minutes to answer.
+pytestmark = [pytest.mark.xdist_group("browser"), pytest.mark.browser]
 
 CHROMIUM_FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
                   "--disable-component-update", "--disable-sync", "--no-first-run"]
