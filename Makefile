@@ -57,7 +57,8 @@ test-deps: setup
 
 lab: setup
 	$(VENV)/bin/jupyter lab --ip 127.0.0.1 --port $(PORT) --no-browser \
-	  $$( [ "$$(id -u)" = 0 ] && echo --allow-root ) course/00_start_here.ipynb
+	  $$( [ "$$(id -u)" = 0 ] && echo --allow-root ) \
+	  --ServerApp.root_dir="$(CURDIR)" --LabApp.default_url=/lab/tree/course/00_start_here.ipynb
 
 test: test-deps
 	$(PY) -m pytest -n $(JOBS) --dist loadgroup -m "not browser"

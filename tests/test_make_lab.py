@@ -1,0 +1,63 @@
+"""`make lab` (the README's first command) serves JupyterLab on loopback at the start notebook."""
+from __future__ import annotations
+
+import os
+import re
+import signal
+import socket
+import subprocess
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from harness import ROOT
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_make_lab_serves_the_course_root_and_opens_the_start_notebook(tmp_path):
+    if not (ROOT / ".venv" / ".installed").exists():
+        pytest.skip("the tests run outside `make test`: .venv/.installed is missing")
+    port = _free_port()
+    log = open(tmp_path / "lab.log", "w+")
+    proc = subprocess.Popen(["make", "--no-print-directory", "lab", f"PORT={port}"], cwd=ROOT, stdout=log,
+                            stderr=subprocess.STDOUT, start_new_session=True,
+                            env=dict(os.environ, JUPYTER_RUNTIME_DIR=str(tmp_path / "runtime")))
+    try:
+        token = None
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and token is None:
+            time.sleep(1)
+            log.seek(0)
+            m = re.search(rf"http://127\.0\.0\.1:{port}/\S*token=([0-9a-f]+)", log.read())
+            token = m.group(1) if m else None
+            assert proc.poll() is None, Path(log.name).read_text()
+        assert token, "JupyterLab did not start: " + Path(log.name).read_text()[-2000:]
+
+        class NoRedirect(urllib.request.HTTPRedirectHandler):
+            def redirect_request(self, *args, **kwargs):
+                return None
+
+        opener = urllib.request.build_opener(NoRedirect)
+        try:
+            opener.open(f"http://127.0.0.1:{port}/?token={token}", timeout=30)
+            location = ""
+        except urllib.error.HTTPError as redirect:
+            location = redirect.headers.get("Location", "")
+        assert "/lab/tree/course/00_start_here.ipynb" in location
+        listing = urllib.request.urlopen(f"http://127.0.0.1:{port}/api/contents?token={token}", timeout=30).read()
+        for folder in (b'"course"', b'"exercises"'):
+            assert folder in listing, "the file browser shows the course root"
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+        log.close()
