@@ -17,7 +17,6 @@ import json
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any
 
 import nbformat
 from jupyter_core.utils import run_sync
@@ -203,7 +202,3 @@ def execute(job: Job, slot: Slot) -> Outcome:
     _finish(nb, client, stop_reason, problems, flags)
     return Outcome(job.student, job.notebook, dict(nb), problems, flags, time.monotonic() - start)
 
-
-def outcome_to_json(o: Outcome) -> dict[str, Any]:
-    return {"student": o.student, "notebook": o.notebook, "nb": o.nb, "problems": o.problems,
-            "flags": o.flags, "seconds": o.seconds}

@@ -45,6 +45,16 @@ class Result:
     seconds: float = 0.0
 
 
+def _as_results(futures: dict, completed):
+    """(job, outcome, error) for each future of ``futures`` as ``completed`` yields it."""
+    for fut in completed:
+        job = futures[fut]
+        try:
+            yield job, fut.result(), None
+        except Exception as exc:
+            yield job, None, f"{type(exc).__name__}: {exc}"
+
+
 class GradingError(RuntimeError):
     """The grading run cannot start (no such assignment, no sandbox when one is required...)."""
 
@@ -171,9 +181,8 @@ class Grader:
         return Path(self.coursedir.format_path(step, student, self.assignment))
 
     def _find_students(self) -> list[str]:
-        base = Path(self.coursedir.format_path(self.coursedir.submitted_directory, "*", self.assignment))
-        found = sorted(p.parent.name for p in base.parent.parent.glob(f"*/{self.assignment}") if p.is_dir())
-        return found
+        submitted = Path(self.coursedir.format_path(self.coursedir.submitted_directory, ".", "."))
+        return sorted(p.parent.name for p in submitted.glob(f"*/{self.assignment}") if p.is_dir())
 
     def _gradebook(self):
         from nbgrader.api import Gradebook
@@ -369,12 +378,7 @@ class Grader:
                     started.append(slot)
                     slots.put(slot)
                 futures: dict[Future, Job] = {pool.submit(run, job): job for job in pending}
-                for fut in as_completed(futures):
-                    job = futures[fut]
-                    try:
-                        yield job, fut.result(), None
-                    except Exception as exc:
-                        yield job, None, f"{type(exc).__name__}: {exc}"
+                yield from _as_results(futures, as_completed(futures))
         finally:
             for slot in started:
                 slot.close()
@@ -388,9 +392,4 @@ class Grader:
         with Client(self.scheduler, timeout=30) as client:
             futures = {client.submit(run_job, job, pure=False, key=f"grade-{job.student}-{job.notebook}"): job
                        for job in pending}
-            for fut in dask_completed(futures):
-                job = futures[fut]
-                try:
-                    yield job, fut.result(), None
-                except Exception as exc:
-                    yield job, None, f"{type(exc).__name__}: {exc}"
+            yield from _as_results(futures, dask_completed(futures))
