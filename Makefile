@@ -84,7 +84,7 @@ handout: setup
 
 # Plain `nbgrader autograde` against `python -m autograder grade` on the same N submissions.
 bench: test-deps
-	$(PY) bench/grade_bench.py --n $(or $(N),40)
+	PYTHONPATH=tests $(PY) bench/grade_bench.py --n $(or $(N),40)
 
 doctor: setup
 	$(PY) -m autograder doctor

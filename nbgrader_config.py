@@ -6,7 +6,7 @@ Run nbgrader from this folder with no extra flags:
 import os
 import sys
 
-from autograder.course import WARNING_PATTERN
+from autograder.learner.cells import WARNING_PATTERN
 
 c = get_config()  # noqa: F821  (nbgrader provides get_config)
 
@@ -32,7 +32,7 @@ c.Execute.interrupt_on_timeout = True
 c.GenerateFeedback.preprocessors = [
     "nbgrader.preprocessors.GetGrades",
     "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
-    "autograder.feedback.StripHiddenTracebacks",
+    "autograder.grading.feedback.StripHiddenTracebacks",
     "nbgrader.preprocessors.ClearHiddenTests",
 ]
 

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import argparse
-import sys
+import importlib.util
 from pathlib import Path
 
 from rich.console import Console
@@ -12,7 +12,7 @@ console = Console()
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
-    from .doctor import diagnose
+    from .learner.doctor import diagnose
 
     table = Table(title="Copy That: environment check")
     for col in ("", "what", "found", "what to do"):
@@ -28,8 +28,8 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 
 
 def cmd_build(args: argparse.Namespace) -> int:
-    from .build import build, check
-    from .course import find_root
+    from .course.build import build, check
+    from .course.layout import find_root
 
     root = find_root()
     if args.check:
@@ -47,7 +47,7 @@ def cmd_check(args: argparse.Namespace) -> int:
         console.print(f"[red]no such notebook: {path}[/]")
         return 2
     if getattr(args, "watch", False):
-        from .watch import watch_check
+        from .learner.watch import watch_check
 
         return watch_check(path, lambda: _check_once(path, args.timeout), console)
     return 0 if _check_once(path, args.timeout).all_passed else 1
@@ -55,7 +55,7 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 def _check_once(path: Path, timeout: int):
     """Run the notebook once and print its table; return the CheckReport."""
-    from .selfcheck import check_notebook
+    from .learner.selfcheck import check_notebook
 
     with console.status(f"running {path.name} ..."):
         report = check_notebook(path, timeout=timeout)
@@ -79,7 +79,7 @@ def _check_once(path: Path, timeout: int):
 
 
 def cmd_progress(args: argparse.Namespace) -> int:
-    from .progress import learner_root, progress, summary, table
+    from .learner.progress import learner_root, progress, summary, table
 
     root = learner_root(args.root)
     seen = []
@@ -95,8 +95,8 @@ def cmd_progress(args: argparse.Namespace) -> int:
 
 
 def cmd_handout(args: argparse.Namespace) -> int:
-    from .course import find_root
-    from .handout import HandoutError, make_handout
+    from .course.layout import find_root
+    from .course.handout import HandoutError, make_handout
 
     root = find_root()
     try:
@@ -110,8 +110,8 @@ def cmd_handout(args: argparse.Namespace) -> int:
 
 
 def cmd_site(args: argparse.Namespace) -> int:
-    from .course import find_root
-    from .site import build_site
+    from .course.layout import find_root
+    from .course.site import build_site
 
     root = find_root()
     out = Path(args.out) if args.out else root / "build" / "site"
@@ -132,7 +132,7 @@ def _size(text: str) -> int:
 def cmd_grade(args: argparse.Namespace) -> int:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from .course import find_root
+    from .course.layout import find_root
     from .grading.runner import Grader, GradingError
     from .grading.sandbox import Limits
 
@@ -175,12 +175,10 @@ def cmd_grade(args: argparse.Namespace) -> int:
 
 
 def _nbgrader(*argv: str) -> int:
-    import subprocess
+    from .course.build import run_nbgrader
+    from .course.layout import find_root
 
-    from .build import nbgrader_env
-    from .course import find_root
-
-    return subprocess.run([sys.executable, "-m", "nbgrader", *argv], cwd=find_root(), env=nbgrader_env()).returncode
+    return run_nbgrader(*argv, cwd=find_root(), capture=False).returncode
 
 
 def cmd_feedback(args: argparse.Namespace) -> int:
@@ -192,17 +190,17 @@ def cmd_export(args: argparse.Namespace) -> int:
     return _nbgrader("export", f"--to={args.to}")
 
 
+def instructor_tools() -> bool:
+    """Whether this copy of the package has the instructor's side (a student handout does not)."""
+    return all(importlib.util.find_spec(f"autograder.{part}") is not None for part in ("course", "grading"))
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m autograder", description="Copy That course tools")
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("doctor", help="check versions, Graphviz and accelerators, and say what to fix")
     p.set_defaults(func=cmd_doctor)
-
-    p = sub.add_parser("build", help="regenerate exercises/ from solutions/ with nbgrader")
-    p.add_argument("--check", action="store_true", help="only compare; exit 1 when exercises/ is stale")
-    p.add_argument("--only", metavar="ASSIGNMENT", help="regenerate one assignment only")
-    p.set_defaults(func=cmd_build)
 
     p = sub.add_parser("check", help="run a notebook and show its tests: pass/fail, points, diagnostics")
     p.add_argument("notebook")
@@ -217,36 +215,42 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-cache", action="store_true", help="re-run every notebook, even unchanged ones")
     p.set_defaults(func=cmd_progress)
 
-    p = sub.add_parser("handout", help="the student folder and zip: course/, exercises/, README; no solutions")
-    p.add_argument("--out", help="where to write copy-that/ and copy-that.zip (default: build/handout)")
-    p.add_argument("--no-zip", action="store_true", help="write the folder only")
-    p.set_defaults(func=cmd_handout)
+    if instructor_tools():
+        p = sub.add_parser("build", help="regenerate exercises/ from solutions/ with nbgrader")
+        p.add_argument("--check", action="store_true", help="only compare; exit 1 when exercises/ is stale")
+        p.add_argument("--only", metavar="ASSIGNMENT", help="regenerate one assignment only")
+        p.set_defaults(func=cmd_build)
 
-    p = sub.add_parser("site", help="render the lectures with their outputs to static HTML (build/site)")
-    p.add_argument("--out", help="output folder (default: build/site)")
-    p.set_defaults(func=cmd_site)
-    p = sub.add_parser("grade", help="grade submitted/<student>/ASSIGNMENT in sandboxes, in parallel, into the gradebook")
-    p.add_argument("assignment")
-    p.add_argument("--student", action="append", metavar="ID", help="grade only this student (repeatable)")
-    p.add_argument("--jobs", type=int, default=None, help="submissions graded at once (default: number of cores)")
-    p.add_argument("--scheduler", metavar="ADDRESS", help="run the jobs on a Dask cluster, e.g. tcp://127.0.0.1:8786")
-    p.add_argument("--require-sandbox", action="store_true", help="refuse to grade without bubblewrap")
-    p.add_argument("--memory", default="4G", help="memory limit per submission (default 4G)")
-    p.add_argument("--cell-timeout", type=int, default=60, help="wall-clock seconds per cell (default 60)")
-    p.add_argument("--notebook-timeout", type=int, default=600, help="wall-clock seconds per notebook (default 600)")
-    p.add_argument("--cpu-seconds", type=int, default=300, help="CPU seconds per notebook (default 300)")
-    p.add_argument("--processes", type=int, default=64, help="processes and threads per submission (default 64)")
-    p.add_argument("--max-output", default="2M", help="output a notebook may print (default 2M)")
-    p.set_defaults(func=cmd_grade)
+        p = sub.add_parser("handout", help="the student folder and zip: course/, exercises/, README; no solutions")
+        p.add_argument("--out", help="where to write copy-that/ and copy-that.zip (default: build/handout)")
+        p.add_argument("--no-zip", action="store_true", help="write the folder only")
+        p.set_defaults(func=cmd_handout)
 
-    p = sub.add_parser("feedback", help="per-student HTML feedback (no hidden tests, no solutions)")
-    p.add_argument("assignment")
-    p.add_argument("--student", action="append", metavar="ID")
-    p.set_defaults(func=cmd_feedback)
+        p = sub.add_parser("site", help="render the lectures with their outputs to static HTML (build/site)")
+        p.add_argument("--out", help="output folder (default: build/site)")
+        p.set_defaults(func=cmd_site)
+        p = sub.add_parser("grade", help="grade submitted/<student>/ASSIGNMENT in sandboxes, in parallel, into the gradebook")
+        p.add_argument("assignment")
+        p.add_argument("--student", action="append", metavar="ID", help="grade only this student (repeatable)")
+        p.add_argument("--jobs", type=int, default=None, help="submissions graded at once (default: number of cores)")
+        p.add_argument("--scheduler", metavar="ADDRESS", help="run the jobs on a Dask cluster, e.g. tcp://127.0.0.1:8786")
+        p.add_argument("--require-sandbox", action="store_true", help="refuse to grade without bubblewrap")
+        p.add_argument("--memory", default="4G", help="memory limit per submission (default 4G)")
+        p.add_argument("--cell-timeout", type=int, default=60, help="wall-clock seconds per cell (default 60)")
+        p.add_argument("--notebook-timeout", type=int, default=600, help="wall-clock seconds per notebook (default 600)")
+        p.add_argument("--cpu-seconds", type=int, default=300, help="CPU seconds per notebook (default 300)")
+        p.add_argument("--processes", type=int, default=64, help="processes and threads per submission (default 64)")
+        p.add_argument("--max-output", default="2M", help="output a notebook may print (default 2M)")
+        p.set_defaults(func=cmd_grade)
 
-    p = sub.add_parser("export", help="write the grades CSV (nbgrader export)")
-    p.add_argument("--to", default="grades.csv", help="output file (default grades.csv)")
-    p.set_defaults(func=cmd_export)
+        p = sub.add_parser("feedback", help="per-student HTML feedback (no hidden tests, no solutions)")
+        p.add_argument("assignment")
+        p.add_argument("--student", action="append", metavar="ID")
+        p.set_defaults(func=cmd_feedback)
+
+        p = sub.add_parser("export", help="write the grades CSV (nbgrader export)")
+        p.add_argument("--to", default="grades.csv", help="output file (default grades.csv)")
+        p.set_defaults(func=cmd_export)
     return parser
 
 

@@ -13,19 +13,14 @@ import argparse
 import importlib
 import os
 import shutil
-import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent / "tests"))
+from harness import scratch_course, submission, submit  # tests/ is on PYTHONPATH (make bench sets it)
 
-from harness import scratch_course, submission, submit  # noqa: E402
-
-from autograder.build import nbgrader_env  # noqa: E402
-from autograder.grading.runner import Grader  # noqa: E402
+from autograder.course.build import run_nbgrader
+from autograder.grading.runner import Grader
 
 
 def honest_submissions(assignment: str, n: int) -> dict:
@@ -63,8 +58,7 @@ def main() -> int:
             submit(ours, args.assignment, student, nb)
 
         t0 = time.perf_counter()
-        proc = subprocess.run([sys.executable, "-m", "nbgrader", "autograde", args.assignment], cwd=plain,
-                              env=nbgrader_env(), capture_output=True, text=True)
+        proc = run_nbgrader("autograde", args.assignment, cwd=plain)
         plain_s = time.perf_counter() - t0
         if proc.returncode != 0:
             print(proc.stderr[-3000:])

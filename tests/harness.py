@@ -15,8 +15,9 @@ from pathlib import Path
 
 import nbformat
 
-from autograder.build import nbgrader_env
-from autograder.course import RELEASE_DIR, SOURCE_DIR, fill_answers, notebooks, role, solution_sources
+from autograder.course.build import nbgrader_env
+from autograder.learner.cells import RELEASE_DIR, notebooks, role
+from autograder.course.layout import SOURCE_DIR, fill_answers, solution_sources
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -13,7 +13,7 @@ from typing import Callable
 
 import nbformat
 
-from autograder.course import role
+from autograder.learner.cells import role
 from harness import submission
 
 FULL = 12.0
@@ -194,14 +194,14 @@ def shares_memory(a, b):
 """), FULL, flag="changed torch.Tensor.untyped_storage"),
     Case("patched-helpers", "replaces the test helpers with no-ops, all answers wrong",
          lambda ctx: ref(shares_memory="""
-from autograder import checks as ck
+from autograder.kernel import checks as ck
 for name in dir(ck):
     if name.startswith('check'):
         setattr(ck, name, lambda *a, **k: None)
 def shares_memory(a, b):
     return True
 """, plus_one="def plus_one(t):\n    return t\n"),
-         FULL - 6, flag="changed autograder.checks"),
+         FULL - 6, flag="changed autograder.kernel.checks"),
     Case("rebinds-ck", "binds the name ck to a fake module, answer wrong",
          lambda ctx: ref(shares_memory="""
 class _Fake:

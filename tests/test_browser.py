@@ -30,7 +30,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from autograder.course import LECTURE_DIR, RELEASE_DIR, SOURCE_DIR, lectures, role
+from autograder.learner.cells import RELEASE_DIR, role
+from autograder.course.layout import LECTURE_DIR, SOURCE_DIR, lectures
 from harness import ROOT
 
 # The browser tests run after the parallel suite, alone on the machine (see the Makefile): under

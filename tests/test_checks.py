@@ -1,4 +1,4 @@
-"""autograder.checks: each helper passes what is right, fails what is wrong, and says why."""
+"""autograder.kernel.checks: each helper passes what is right, fails what is wrong, and says why."""
 from __future__ import annotations
 
 import warnings
@@ -6,7 +6,7 @@ import warnings
 import pytest
 import torch
 
-from autograder import checks as ck
+from autograder.kernel import checks as ck
 
 
 def fails(fn, *args, **kwargs) -> str:

@@ -15,9 +15,9 @@ import pytest
 import yaml
 from traitlets.config import PyFileConfigLoader
 
-from autograder import build
-from autograder.course import (RELEASE_DIR, SOURCE_DIR, WARNING_PATTERN, assignments, notebooks, region_lines,
-                               role)
+from autograder.course import build
+from autograder.learner.cells import RELEASE_DIR, WARNING_PATTERN, notebooks, role
+from autograder.course.layout import SOURCE_DIR, assignments, region_lines
 from harness import ROOT, submission
 
 PY = sys.executable
@@ -41,7 +41,7 @@ def test_nbgrader_config_sets_the_course_layout_and_safety_nets():
     assert c.IgnorePattern.enabled is True
     assert c.OverwriteCells.add_missing_cells is True
     assert 10 <= c.Execute.timeout <= 300
-    assert "autograder.feedback.StripHiddenTracebacks" in c.GenerateFeedback.preprocessors
+    assert "autograder.grading.feedback.StripHiddenTracebacks" in c.GenerateFeedback.preprocessors
     assert "nbgrader.preprocessors.ClearHiddenTests" in c.GenerateFeedback.preprocessors
 
 
@@ -111,7 +111,7 @@ def test_release_cells_carry_consistent_nbgrader_metadata(assignment):
         if r.is_test:
             assert r.locked and r.points > 0, r.grade_id
     setup = [c for c in nb.cells if role(c).locked and not role(c).grade]
-    assert setup and "from autograder import checks as ck" in setup[0].source
+    assert setup and "from autograder.kernel import checks as ck" in setup[0].source
 
 
 @pytest.mark.parametrize("assignment", assignments(ROOT))
@@ -159,7 +159,7 @@ def test_pins_agree_across_pyproject_requirements_and_environment_yml():
 
 
 def test_installed_versions_are_the_pinned_ones():
-    from autograder.doctor import PINNED, _version
+    from autograder.learner.doctor import PINNED, _version
 
     for dist, pin in PINNED.items():
         assert (_version(dist) or "").split("+")[0] == pin, dist

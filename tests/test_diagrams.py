@@ -1,4 +1,4 @@
-"""autograder.diagrams: the pictures, and their text fallback when Graphviz is missing."""
+"""autograder.kernel.diagrams: the pictures, and their text fallback when Graphviz is missing."""
 from __future__ import annotations
 
 import shutil
@@ -7,8 +7,8 @@ import warnings
 import pytest
 import torch
 
-from autograder import diagrams
-from autograder.diagrams import DOT_HINT, autograd_graph, memory_diagram
+from autograder.kernel import diagrams
+from autograder.kernel.diagrams import DOT_HINT, autograd_graph, memory_diagram
 
 needs_dot = pytest.mark.skipif(shutil.which("dot") is None,
                                reason="Graphviz's dot is not installed (make test installs it as root)")

@@ -13,7 +13,8 @@ from functools import lru_cache
 import nbformat
 import pytest
 
-from autograder.course import assignments, region_lines, role
+from autograder.learner.cells import role
+from autograder.course.layout import assignments, region_lines
 from harness import (ROOT, Answer, Graded, autograde, cells_testing, release_notebook, source_notebook,
                      submission)
 

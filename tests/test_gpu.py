@@ -10,7 +10,7 @@ import pytest
 import torch
 from nbclient import NotebookClient
 
-from autograder.course import solution_sources
+from autograder.course.layout import solution_sources
 from harness import ROOT
 
 LECTURE = ROOT / "course" / "08_devices_gpu.ipynb"

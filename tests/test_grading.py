@@ -13,7 +13,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from autograder.build import nbgrader_env
+from autograder.course.build import nbgrader_env
 from autograder.grading.runner import Grader, GradingError
 from autograder.grading.sandbox import Limits, bwrap_path
 from harness import scratch_course, submission, submit

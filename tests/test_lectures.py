@@ -14,7 +14,7 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 
-from autograder.course import lectures
+from autograder.course.layout import lectures
 from harness import ROOT
 
 LECTURES = lectures(ROOT)

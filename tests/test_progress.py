@@ -14,11 +14,12 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from autograder import progress as prog
-from autograder import watch
-from autograder.course import RELEASE_DIR, SOURCE_DIR, role
-from autograder.selfcheck import CheckReport
-from autograder.selfcheck import TestResult as Result
+from autograder.learner import progress as prog
+from autograder.learner import watch
+from autograder.learner.cells import RELEASE_DIR, role
+from autograder.course.layout import SOURCE_DIR
+from autograder.learner.selfcheck import CheckReport
+from autograder.learner.selfcheck import TestResult as Result
 from harness import ROOT, submission
 
 PY = sys.executable

@@ -19,8 +19,9 @@ import nbformat
 import pytest
 from traitlets.config import Config, PyFileConfigLoader
 
-from autograder import handout, site
-from autograder.course import LECTURE_DIR, RELEASE_DIR, SOURCE_DIR, assignments, lectures, notebooks, region_lines, role
+from autograder.course import handout, site
+from autograder.learner.cells import RELEASE_DIR, notebooks, role
+from autograder.course.layout import LECTURE_DIR, SOURCE_DIR, assignments, lectures, region_lines
 from harness import ROOT
 
 PY = sys.executable

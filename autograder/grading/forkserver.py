@@ -37,8 +37,8 @@ def _preload() -> None:
     import torch.nn  # noqa: F401
     import torch.nn.functional  # noqa: F401
 
-    import autograder.checks  # noqa: F401
-    import autograder.diagrams  # noqa: F401
+    import autograder.kernel.checks  # noqa: F401
+    import autograder.kernel.diagrams  # noqa: F401
 
 
 def _apply_limits(limits: dict) -> None:
@@ -67,7 +67,6 @@ def _kernel_child(request: dict) -> None:
         os.chdir(request["cwd"])
         os.environ["HOME"] = request["cwd"]
         os.environ.pop("JPY_PARENT_PID", None)
-        os.environ.update(request.get("env", {}))
         _apply_limits(request.get("limits", {}))
         sys.stdin = open(os.devnull)
         sys.argv = ["ipykernel_launcher", "-f", request["connection_file"]]
@@ -77,12 +76,6 @@ def _kernel_child(request: dict) -> None:
         app = IPKernelApp.instance()
         app.initialize(sys.argv[1:])
         app.start()
-    except BaseException:
-        if os.environ.get("COPY_THAT_DEBUG"):
-            import traceback
-
-            with open(os.path.join(request.get("cwd", "."), "kernel-error.txt"), "w") as f:
-                traceback.print_exc(file=f)
     finally:
         os._exit(0)
 

@@ -23,7 +23,7 @@ from jupyter_core.utils import run_sync
 from nbclient import NotebookClient
 from nbclient.exceptions import CellTimeoutError, DeadKernelError
 
-from . import guard
+from ..kernel import guard
 from .sandbox import Limits, Slot, SlotError
 
 GUARD_KEY = "copy_that_guard"
@@ -86,7 +86,7 @@ class LimitedClient(NotebookClient):
 
 def add_guards(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
     """Insert the guard's install cell first and a restore cell before every test cell."""
-    from ..course import role
+    from ..learner.cells import role
 
     def guard_cell(source: str) -> nbformat.NotebookNode:
         cell = nbformat.v4.new_code_cell(source)

@@ -27,7 +27,7 @@ from typing import Callable
 import nbformat
 from traitlets.config import Config, PyFileConfigLoader
 
-from ..course import role
+from ..learner.cells import role
 from .jobs import Job, Outcome, add_guards, execute
 from .sandbox import Limits, Slot, bwrap_path
 
@@ -42,7 +42,6 @@ class Result:
     flags: list[str] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
     graded: bool = True     # False: the submission could not be graded at all
-    seconds: float = 0.0
 
 
 def _as_results(futures: dict, completed):
@@ -339,7 +338,6 @@ class Grader:
             else:
                 r.problems += [p for p in outcome.problems if p not in r.problems]
                 r.flags += [f for f in outcome.flags if f not in r.flags]
-                r.seconds += outcome.seconds
                 try:
                     self.record(outcome)
                 except Exception as exc:

@@ -105,24 +105,28 @@ def sandbox_argv(slot_dir: Path, course_root: Path, uid: int | None) -> list[str
 
     for keep in _needed_read_only(hidden):
         argv += parents_of(keep) + ["--ro-bind", str(keep), str(keep)]
-    argv += parents_of(slot_dir) + ["--bind", str(slot_dir), str(slot_dir), "--chdir", str(slot_dir),
-                                    "--clearenv"]
+    argv += parents_of(slot_dir) + ["--bind", str(slot_dir), str(slot_dir), "--chdir", "/", "--clearenv"]
     env = {
         "PATH": f"{Path(sys.executable).parent}:/usr/local/bin:/usr/bin:/bin",
         "HOME": str(slot_dir), "LANG": "C.UTF-8", "PYTHONNOUSERSITE": "1",
         "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "MPLBACKEND": "agg",
         "COPY_THAT_PIDNS": "1",
     }
-    if os.environ.get("COPY_THAT_DEBUG"):
-        env["COPY_THAT_DEBUG"] = "1"
     for key, value in env.items():
         argv += ["--setenv", key, value]
     argv.append("--")
     if uid is not None:
         argv += [shutil.which("setpriv") or "setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups",
                  "--bounding-set=-all", "--inh-caps=-all", "--no-new-privs", "--"]
-    argv += [sys.executable, "-m", "autograder.grading.forkserver"]
+    argv += forkserver_command()
     return argv
+
+
+def forkserver_command() -> list[str]:
+    """How a slot starts its fork server: isolated mode (no PYTHON* variables, no user site, no
+    script or working folder on ``sys.path``), run as a file, so the kernels it forks never have
+    ``autograder.grading`` imported."""
+    return [sys.executable, "-I", str(Path(__file__).with_name("forkserver.py"))]
 
 
 class Slot:
@@ -147,11 +151,11 @@ class Slot:
             argv = sandbox_argv(self.dir, self.course_root, self.uid)
             env = None
         else:
-            argv = [sys.executable, "-m", "autograder.grading.forkserver"]
+            argv = forkserver_command()
             env = dict(os.environ, OMP_NUM_THREADS="1", MPLBACKEND="agg")
             env.pop("COPY_THAT_PIDNS", None)
         self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=subprocess.DEVNULL, cwd=self.dir, env=env, text=True,
+                                     stderr=subprocess.DEVNULL, cwd="/", env=env, text=True,
                                      start_new_session=True)
         reply = self._read(timeout)
         if not reply.get("ready"):
@@ -243,14 +247,13 @@ class Slot:
 
 def _user_tasks() -> int:
     """Processes and threads of this user (what RLIMIT_NPROC counts)."""
+    import psutil
+
     uid, count = os.getuid(), 0
-    for pid in os.listdir("/proc"):
-        if pid.isdigit():
-            try:
-                if os.stat(f"/proc/{pid}").st_uid == uid:
-                    count += len(os.listdir(f"/proc/{pid}/task"))
-            except OSError:
-                pass
+    for proc in psutil.process_iter(["uids", "num_threads"]):
+        uids, threads = proc.info["uids"], proc.info["num_threads"]
+        if uids is not None and uids.real == uid:
+            count += threads or 0
     return count
 
 

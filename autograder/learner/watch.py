@@ -14,7 +14,7 @@ from typing import Callable
 
 import nbformat
 
-from .course import SOLUTION_MARKERS, role
+from .cells import SOLUTION_MARKERS, role
 from .selfcheck import CheckReport
 
 POLL_SECONDS = 1.0

@@ -18,7 +18,7 @@ import nbformat
 from nbclient import NotebookClient
 from nbclient.exceptions import CellTimeoutError, DeadKernelError
 
-from .course import WARNING_PATTERN, role
+from .cells import WARNING_PATTERN, role
 
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 CELL_TIMEOUT = 60

@@ -14,7 +14,8 @@ from pathlib import Path
 
 import nbformat
 
-from .course import LECTURE_DIR, notebooks
+from ..learner.cells import notebooks
+from .layout import LECTURE_DIR
 
 COURSE_TITLE = "Copy That"
 
@@ -80,7 +81,7 @@ def _plain(markdown: str) -> str:
     return html.unescape(re.sub(r"<[^>]+>", "", markdown2html(markdown))).strip()
 
 
-def _title_and_blurb(nb: nbformat.NotebookNode, fallback: str) -> tuple[str, str]:
+def title_and_blurb(nb: nbformat.NotebookNode, fallback: str) -> tuple[str, str]:
     from nbconvert.filters.markdown import markdown2html
 
     for cell in nb.cells:
@@ -101,7 +102,7 @@ def pages(root: Path) -> list[Page]:
     out = []
     for path in notebooks(root / LECTURE_DIR):
         nb = nbformat.read(path, as_version=4)
-        title, blurb = _title_and_blurb(nb, path.stem.replace("_", " "))
+        title, blurb = title_and_blurb(nb, path.stem.replace("_", " "))
         code = [c for c in nb.cells if c.cell_type == "code" and c.source.strip()]
         has_outputs = not code or any(c.get("outputs") for c in code)
         out.append(Page(path, path.stem + ".html", title, blurb, has_outputs))

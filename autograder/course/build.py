@@ -10,7 +10,8 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .course import RELEASE_DIR, SOURCE_DIR
+from ..learner.cells import RELEASE_DIR
+from .layout import SOURCE_DIR
 
 
 class BuildError(RuntimeError):
@@ -26,6 +27,12 @@ def nbgrader_env() -> dict[str, str]:
     return env
 
 
+def run_nbgrader(*argv: str, cwd: Path, capture: bool = True) -> subprocess.CompletedProcess:
+    """``python -m nbgrader ARGV`` in ``cwd`` with this interpreter: the one way the package starts nbgrader."""
+    return subprocess.run([sys.executable, "-m", "nbgrader", *argv], cwd=cwd, env=nbgrader_env(),
+                          capture_output=capture, text=True)
+
+
 def generate_into(root: Path, dest: Path, assignment: str = "*") -> Path:
     """Run ``nbgrader generate_assignment`` on a copy of the course; the release lands in ``dest``.
 
@@ -36,10 +43,7 @@ def generate_into(root: Path, dest: Path, assignment: str = "*") -> Path:
         shutil.copy2(root / "nbgrader_config.py", work / "nbgrader_config.py")
         shutil.copytree(root / SOURCE_DIR, work / SOURCE_DIR,
                         ignore=shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__"))
-        proc = subprocess.run(
-            [sys.executable, "-m", "nbgrader", "generate_assignment", assignment, "--force", "--no-db"],
-            cwd=work, env=nbgrader_env(), capture_output=True, text=True,
-        )
+        proc = run_nbgrader("generate_assignment", assignment, "--force", "--no-db", cwd=work)
         if proc.returncode != 0:
             raise BuildError(f"nbgrader generate_assignment failed:\n{proc.stdout}{proc.stderr}")
         if dest.exists():

@@ -1,6 +1,6 @@
 """Every exercise of the course in one table, from the learner's own notebooks in ``exercises/``.
 
-Each notebook is run with :func:`autograder.selfcheck.check_notebook` (visible tests only, as
+Each notebook is run with :func:`autograder.learner.selfcheck.check_notebook` (visible tests only, as
 ``autograder check`` does).  Results are cached on disk, keyed by the sha256 of the notebook's
 bytes and the package version (plus the test helpers' source), so a second ``progress`` only
 runs the notebooks that changed.
@@ -18,8 +18,8 @@ from typing import Callable
 
 import nbformat
 
-from . import __version__
-from .course import RELEASE_DIR, notebooks, role
+from .. import __version__
+from .cells import RELEASE_DIR, nearest_folder, notebooks, role
 from .selfcheck import CELL_TIMEOUT, CheckReport, TestResult, check_notebook
 
 CACHE_ENV = "COPY_THAT_CACHE"
@@ -46,10 +46,10 @@ def learner_root(start: str | os.PathLike | None = None) -> Path:
     """The nearest folder above ``start`` holding ``exercises/`` (a course checkout or a student
     handout); else ``start`` itself when it holds assignment folders (what JupyterHub's
     Assignments tab fetches: ``~/copy-that/a1_views/a1_views.ipynb``)."""
+    found = nearest_folder(start, lambda f: (f / RELEASE_DIR).is_dir())
+    if found is not None:
+        return found
     here = Path(start or os.getcwd()).resolve()
-    for folder in (here, *here.parents):
-        if (folder / RELEASE_DIR).is_dir():
-            return folder
     if any(here.glob("*/*.ipynb")):
         return here
     raise FileNotFoundError(f"no {RELEASE_DIR}/ folder in {here} or above, and no assignment folders in it: "
@@ -68,8 +68,8 @@ def default_cache_dir(root: Path) -> Path:
 
 
 def _helpers_digest() -> str:
-    # Test cells call autograder.checks: a changed helper may change a result.
-    return hashlib.sha256((Path(__file__).parent / "checks.py").read_bytes()).hexdigest()[:16]
+    # Test cells call autograder.kernel.checks: a changed helper may change a result.
+    return hashlib.sha256((Path(__file__).parent.parent / "kernel" / "checks.py").read_bytes()).hexdigest()[:16]
 
 
 def cache_key(path: Path) -> str:

@@ -1,37 +1,25 @@
-"""Where things are in the course: the root, assignments, notebooks, nbgrader cell roles."""
+"""Where things are in the course: the root, the assignments, the lectures, and the solution
+regions of the instructor's notebooks."""
 from __future__ import annotations
 
 import os
-import re
-from dataclasses import dataclass
 from pathlib import Path
 
 import nbformat
 
+from ..learner.cells import SOLUTION_MARKERS, nearest_folder, notebooks, role
+
 SOURCE_DIR = "solutions"
-RELEASE_DIR = "exercises"
 LECTURE_DIR = "course"
-
-# A stderr stream holding a Python warning ("file.py:12: UserWarning: ...").  nbgrader scores any
-# stderr output as a failed test; the course drops warnings first (nbgrader_config.py).
-WARNING_PATTERN = r"(?m)^.*:\d+: \w*Warning: "
-
-SOLUTION_MARKERS = re.compile(r"^[ \t]*### (BEGIN|END) SOLUTION[ \t]*\n?", re.MULTILINE)
 
 
 def find_root(start: str | os.PathLike | None = None) -> Path:
     """The course root: the nearest folder above ``start`` holding ``nbgrader_config.py`` and ``solutions/``."""
-    here = Path(start or os.getcwd()).resolve()
-    for folder in (here, *here.parents):
-        if (folder / "nbgrader_config.py").is_file() and (folder / SOURCE_DIR).is_dir():
-            return folder
-    # Installed (non-editable) package inside a checkout's venv: fall back to the package's parent.
-    pkg_parent = Path(__file__).resolve().parent.parent
-    if (pkg_parent / "nbgrader_config.py").is_file():
-        return pkg_parent
-    raise FileNotFoundError(
-        f"no course root found above {here}: expected a folder with nbgrader_config.py and {SOURCE_DIR}/"
-    )
+    root = nearest_folder(start, lambda f: (f / "nbgrader_config.py").is_file() and (f / SOURCE_DIR).is_dir())
+    if root is None:
+        raise FileNotFoundError(f"no course root found above {Path(start or os.getcwd()).resolve()}: "
+                                f"expected a folder with nbgrader_config.py and {SOURCE_DIR}/")
+    return root
 
 
 def assignments(root: Path) -> list[str]:
@@ -40,43 +28,8 @@ def assignments(root: Path) -> list[str]:
     return sorted(p.name for p in src.iterdir() if p.is_dir() and not p.name.startswith("."))
 
 
-def notebooks(folder: Path) -> list[Path]:
-    return sorted(p for p in folder.glob("*.ipynb") if not p.name.startswith("."))
-
-
 def lectures(root: Path) -> list[Path]:
     return notebooks(root / LECTURE_DIR)
-
-
-@dataclass(frozen=True)
-class CellRole:
-    """The nbgrader role of one cell."""
-
-    grade_id: str | None
-    solution: bool
-    grade: bool
-    locked: bool
-    points: float
-
-    @property
-    def is_test(self) -> bool:
-        """An auto-graded test cell (graded code that is not the learner's answer)."""
-        return self.grade and not self.solution
-
-    @property
-    def is_manual(self) -> bool:
-        return self.grade and self.solution
-
-
-def role(cell: nbformat.NotebookNode) -> CellRole:
-    meta = cell.get("metadata", {}).get("nbgrader", {})
-    return CellRole(
-        grade_id=meta.get("grade_id"),
-        solution=bool(meta.get("solution", False)),
-        grade=bool(meta.get("grade", False)),
-        locked=bool(meta.get("locked", False)),
-        points=float(meta.get("points", 0) or 0),
-    )
 
 
 def solution_sources(nb: nbformat.NotebookNode) -> dict[str, str]:

@@ -15,14 +15,18 @@ from pathlib import Path
 import nbformat
 
 from .build import generate_into
-from .course import LECTURE_DIR, RELEASE_DIR, SOURCE_DIR, region_lines, role
+from ..learner.cells import RELEASE_DIR, role
+from .layout import LECTURE_DIR, SOURCE_DIR, region_lines
 
 NAME = "copy-that"
 # What a student needs to run the lectures and check the exercises, relative to the course root.
 FILES = ["nbgrader_config.py", "pyproject.toml", "requirements.txt", "environment.yml"]
 PACKAGE = "autograder"
+# The part of the package a student runs: the command line, what runs inside kernels, and the
+# learner's tools.  The instructor's side (course/, grading/) stays out.
+PACKAGE_PARTS = ["__init__.py", "__main__.py", "cli.py", "kernel", "learner"]
 # Never in a handout, at any depth.
-FORBIDDEN = {SOURCE_DIR, "tests", "gradebook.db", "submitted", "autograded", "feedback", "release", "source", "tools"}
+FORBIDDEN = {SOURCE_DIR, "tests", "gradebook.db", "submitted", "autograded", "feedback", "release", "source", "grading"}
 HIDDEN_MARKERS = ("BEGIN HIDDEN TESTS", "END HIDDEN TESTS", "BEGIN SOLUTION", "END SOLUTION")
 IGNORE = shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__", "*.pyc", ".DS_Store")
 
@@ -74,13 +78,13 @@ def leaks(folder: Path, root: Path) -> list[str]:
 
 def student_readme(root: Path, release: Path | None = None) -> str:
     """The README.md of the handout: setup, the lectures and exercises in order, how to check."""
-    from .site import _title_and_blurb, pages
+    from .site import title_and_blurb, pages
 
     lectures = "\n".join(f"{i}. `course/{p.notebook.name}`: {p.title}" for i, p in enumerate(pages(root), 1))
     release = release or root / RELEASE_DIR
     items = []
     for nb_path in sorted(release.glob("*/*.ipynb")):
-        title, _ = _title_and_blurb(nbformat.read(nb_path, as_version=4), nb_path.stem)
+        title, _ = title_and_blurb(nbformat.read(nb_path, as_version=4), nb_path.stem)
         items.append(f"- `{RELEASE_DIR}/{nb_path.parent.name}/{nb_path.name}`: {title}")
     exercises = "\n".join(items)
     return f"""# Copy That: what PyTorch copies, and what it does not
@@ -149,7 +153,13 @@ def make_handout(root: Path, out: Path, make_zip: bool = True) -> Handout:
             generate_into(root, stage / RELEASE_DIR)
         else:  # a course without instructor sources: hand out the release as it is
             shutil.copytree(root / RELEASE_DIR, stage / RELEASE_DIR, ignore=IGNORE)
-        shutil.copytree(root / PACKAGE, stage / PACKAGE, ignore=IGNORE)
+        package = Path(__file__).resolve().parent.parent
+        (stage / PACKAGE).mkdir()
+        for part in PACKAGE_PARTS:
+            if (package / part).is_dir():
+                shutil.copytree(package / part, stage / PACKAGE / part, ignore=IGNORE)
+            else:
+                shutil.copy2(package / part, stage / PACKAGE / part)
         for name in FILES:
             if (root / name).is_file():
                 shutil.copy2(root / name, stage / name)

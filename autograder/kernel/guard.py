@@ -21,10 +21,10 @@ def _targets() -> dict[str, object]:
     import torch
     import torch.nn.functional
 
-    import autograder.checks
+    import autograder.kernel.checks
 
     return {"torch": torch, "torch.Tensor": torch.Tensor, "torch._C.TensorBase": torch._C.TensorBase,
-            "torch.nn.functional": torch.nn.functional, "autograder.checks": autograder.checks}
+            "torch.nn.functional": torch.nn.functional, "autograder.kernel.checks": autograder.kernel.checks}
 
 
 def install() -> None:
@@ -53,12 +53,12 @@ def restore(user_ns: dict) -> None:
                 except (AttributeError, TypeError):
                     pass
     # the names the test cells use
-    for alias, module in (("torch", _saved["torch"][0]), ("ck", _saved["autograder.checks"][0])):
+    for alias, module in (("torch", _saved["torch"][0]), ("ck", _saved["autograder.kernel.checks"][0])):
         if alias in user_ns and user_ns[alias] is not module:
             changed.append(f"the name {alias!r}")
             user_ns[alias] = module
     print(MARK + json.dumps(sorted(set(changed))))
 
 
-INSTALL_SOURCE = "import autograder.grading.guard as __copy_that_guard\n__copy_that_guard.install()"
+INSTALL_SOURCE = "import autograder.kernel.guard as __copy_that_guard\n__copy_that_guard.install()"
 RESTORE_SOURCE = "__copy_that_guard.restore(get_ipython().user_ns)"
