@@ -20,7 +20,7 @@ $(STAMP): requirements.txt pyproject.toml
 	  { echo "The course is pinned to Python 3.11; found $$($(PYTHON) --version). Set PYTHON=/path/to/python3.11."; exit 1; }
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -r requirements.txt
+	$(PY) -m pip install --quiet --no-deps -r requirements.txt
 	$(PY) -m pip install --quiet --no-deps --no-build-isolation -e .
 	@touch $@
 
@@ -61,7 +61,7 @@ lab: setup
 	  --ServerApp.root_dir="$(CURDIR)" --LabApp.default_url=/lab/tree/course/00_start_here.ipynb
 
 test: test-deps
-	$(PY) -m pytest -n $(JOBS) --dist loadgroup -m "not browser"
+	$(PY) -m pytest -n $(JOBS) --dist loadfile -m "not browser"
 	$(PY) -m pytest -p no:xdist -m browser
 
 exercises: setup

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import argparse
-import importlib.util
 from pathlib import Path
 
 from rich.console import Console
@@ -192,7 +191,7 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 def instructor_tools() -> bool:
     """Whether this copy of the package has the instructor's side (a student handout does not)."""
-    return all(importlib.util.find_spec(f"autograder.{part}") is not None for part in ("course", "grading"))
+    return all((Path(__file__).parent / part / "__init__.py").is_file() for part in ("course", "grading"))
 
 
 def build_parser() -> argparse.ArgumentParser:

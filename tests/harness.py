@@ -1,23 +1,17 @@
-"""Grade notebooks with the real ``nbgrader autograde`` in a scratch copy of the course.
-
-One call grades many submissions of one assignment in one nbgrader process (one kernel per
-notebook, as nbgrader does), so every wrong and right answer of an assignment costs one kernel
-start, not one nbgrader start.
-"""
+"""Scratch courses for the tests: the release in a gradebook, submissions where nbgrader collects
+them, plain ``nbgrader autograde``, and what a grading run left in the gradebook and on disk."""
 from __future__ import annotations
 
 import re
 import shutil
-import subprocess
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import nbformat
 
-from autograder.course.build import nbgrader_env
+from autograder.course.build import run_nbgrader
 from autograder.learner.cells import RELEASE_DIR, notebooks, role
-from autograder.course.layout import SOURCE_DIR, fill_answers, solution_sources
+from autograder.course.layout import SOURCE_DIR, assignments, fill_answers, solution_sources
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -92,59 +86,50 @@ def submission(assignment: str, replace: dict[str, str] | None = None, blank: bo
     return fill_answers(release, answers)
 
 
-def autograde(assignment: str, submissions: dict[str, nbformat.NotebookNode], workdir: Path,
-              feedback_for: tuple[str, ...] = ()) -> Graded:
-    """Run ``nbgrader generate_assignment`` and ``nbgrader autograde`` on a scratch course,
-    then ``nbgrader generate_feedback`` for the students in ``feedback_for``."""
-    if workdir.exists():
-        shutil.rmtree(workdir)
-    workdir.mkdir(parents=True)
-    shutil.copy2(ROOT / "nbgrader_config.py", workdir / "nbgrader_config.py")
-    shutil.copytree(ROOT / SOURCE_DIR / assignment, workdir / SOURCE_DIR / assignment)
-    nb_name = release_notebook(assignment).name
-    for student, nb in submissions.items():
-        target = workdir / "submitted" / student / assignment / nb_name
-        target.parent.mkdir(parents=True)
-        nbformat.write(nb, target)
-    log = []
-    commands = [["generate_assignment", assignment, "--force"], ["autograde", assignment, "--force"]]
-    commands += [["generate_feedback", assignment, "--student", s, "--force"] for s in feedback_for]
-    for cmd in commands:
-        proc = subprocess.run([sys.executable, "-m", "nbgrader", *cmd], cwd=workdir, env=nbgrader_env(),
-                              capture_output=True, text=True)
-        log.append(proc.stdout + proc.stderr)
-    graded = Graded(log="\n".join(log))
-
-    from nbgrader.api import Gradebook
-
-    with Gradebook(f"sqlite:///{workdir / 'gradebook.db'}") as gb:
-        for student in submissions:
-            try:
-                sub = gb.find_submission_notebook(Path(nb_name).stem, assignment, student)
-            except Exception:
-                continue  # not graded at all: the test that looks for it fails with the log
-            graded.scores[student] = {g.name: (float(g.score or 0), float(g.max_score)) for g in sub.grades}
-            path = workdir / "autograded" / student / assignment / nb_name
-            if path.exists():
-                graded.notebooks[student] = nbformat.read(path, as_version=4)
-            html = workdir / "feedback" / student / assignment / (Path(nb_name).stem + ".html")
-            if html.exists():
-                graded.feedback[student] = html.read_text()
-    return graded
-
-
-def scratch_course(workdir: Path, assignment: str, db_url: str | None = None) -> Path:
-    """A course root with one assignment released into its gradebook (as an instructor has it)."""
+def scratch_course(workdir: Path, assignment: str = "*", db_url: str | None = None) -> Path:
+    """A course root with one assignment (or every one: ``"*"``) released into its gradebook,
+    as an instructor has it after ``nbgrader generate_assignment``."""
     workdir.mkdir(parents=True, exist_ok=True)
     config = (ROOT / "nbgrader_config.py").read_text()
     if db_url:
         config += f"\nc.CourseDirectory.db_url = {db_url!r}\n"
     (workdir / "nbgrader_config.py").write_text(config)
-    shutil.copytree(ROOT / SOURCE_DIR / assignment, workdir / SOURCE_DIR / assignment)
-    proc = subprocess.run([sys.executable, "-m", "nbgrader", "generate_assignment", assignment, "--force"],
-                          cwd=workdir, env=nbgrader_env(), capture_output=True, text=True)
+    for name in (assignments(ROOT) if assignment == "*" else [assignment]):
+        shutil.copytree(ROOT / SOURCE_DIR / name, workdir / SOURCE_DIR / name)
+    proc = run_nbgrader("generate_assignment", assignment, "--force", cwd=workdir)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     return workdir
+
+
+def plain_autograde(root: Path, assignment: str = "*", feedback: bool = False) -> str:
+    """Plain ``nbgrader autograde`` (then ``generate_feedback``) on everything submitted; the log."""
+    log = []
+    for cmd in [["autograde", assignment, "--force"]] + ([["generate_feedback", assignment, "--force"]] if feedback else []):
+        proc = run_nbgrader(*cmd, cwd=root)
+        log.append(proc.stdout + proc.stderr)
+    return "\n".join(log)
+
+
+def read_grades(root: Path, assignment: str, students) -> Graded:
+    """What the gradebook, ``autograded/`` and ``feedback/`` hold for these students."""
+    from nbgrader.api import Gradebook
+
+    nb_name = release_notebook(assignment).name
+    graded = Graded()
+    with Gradebook(f"sqlite:///{root / 'gradebook.db'}") as gb:
+        for student in students:
+            try:
+                sub = gb.find_submission_notebook(Path(nb_name).stem, assignment, student)
+            except Exception:
+                continue  # not graded at all: the test that looks for it fails and shows why
+            graded.scores[student] = {g.name: (float(g.score or 0), float(g.max_score)) for g in sub.grades}
+            path = root / "autograded" / student / assignment / nb_name
+            if path.exists():
+                graded.notebooks[student] = nbformat.read(path, as_version=4)
+            page = root / "feedback" / student / assignment / (Path(nb_name).stem + ".html")
+            if page.exists():
+                graded.feedback[student] = page.read_text()
+    return graded
 
 
 def submit(root: Path, assignment: str, student: str, content: nbformat.NotebookNode | bytes) -> Path:
@@ -156,3 +141,4 @@ def submit(root: Path, assignment: str, student: str, content: nbformat.Notebook
     else:
         nbformat.write(content, target)
     return target
+

@@ -36,7 +36,7 @@ from harness import ROOT
 
 # The browser tests run after the parallel suite, alone on the machine (see the Makefile): under
 # the load of parallel grading a cold JupyterLab kernel can take minutes to answer.
-pytestmark = [pytest.mark.xdist_group("browser"), pytest.mark.browser]
+pytestmark = pytest.mark.browser
 
 CHROMIUM_FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
                   "--disable-component-update", "--disable-sync", "--no-first-run"]

@@ -20,7 +20,6 @@ from autograder.grading.runner import Grader
 from autograder.grading.sandbox import bwrap_path
 from harness import scratch_course, submission, submit
 
-pytestmark = pytest.mark.xdist_group("grading")
 
 WRONG = {"shares_memory": "def shares_memory(a, b):\n    return a is b\n"}
 EXPECTED = {"reference": 12.0, "blank": 0.0, "wrong": 9.0}

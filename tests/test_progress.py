@@ -23,7 +23,6 @@ from autograder.learner.selfcheck import TestResult as Result
 from harness import ROOT, submission
 
 PY = sys.executable
-pytestmark = pytest.mark.xdist_group("progress")  # one worker checks the learner's notebooks once
 
 
 def write(nb: nbformat.NotebookNode, path: Path) -> Path:

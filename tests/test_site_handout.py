@@ -25,7 +25,6 @@ from autograder.course.layout import LECTURE_DIR, SOURCE_DIR, assignments, lectu
 from harness import ROOT
 
 PY = sys.executable
-pytestmark = pytest.mark.xdist_group("site_handout")  # the site and the handout are built once
 
 
 OUTPUT_IMAGE = re.compile(
@@ -190,7 +189,9 @@ def test_handout_holds_course_exercises_and_a_student_readme(made_handout):
     assert sorted(p.name for p in notebooks(folder / LECTURE_DIR)) == sorted(p.name for p in lectures(ROOT))
     for a in assignments(ROOT):
         assert (folder / RELEASE_DIR / a / f"{a}.ipynb").is_file(), a
-    assert (folder / "autograder" / "checks.py").is_file() and (folder / "pyproject.toml").is_file()
+    assert (folder / "autograder" / "kernel" / "checks.py").is_file() and (folder / "pyproject.toml").is_file()
+    shipped = sorted(p.name for p in (folder / "autograder").iterdir() if p.is_dir() and p.name != "__pycache__")
+    assert shipped == ["kernel", "learner"], f"the handout ships the instructor's side too: {shipped}"
     readme = (folder / "README.md").read_text()
     for words in ("pip install -r requirements.txt", "autograder check", "--watch", "autograder progress",
                   "Hidden tests", "course/00_start_here.ipynb"):
@@ -246,6 +247,8 @@ def test_a_student_can_check_an_exercise_with_the_handouts_own_package(made_hand
     out = subprocess.run([PY, "-m", "autograder", "check", "exercises/a1_views/a1_views.ipynb"], cwd=folder,
                          capture_output=True, text=True, env=env, timeout=300)
     assert out.returncode == 1 and "0/4 visible tests pass" in " ".join(out.stdout.split()), out.stdout + out.stderr
+    usage = subprocess.run([PY, "-m", "autograder", "--help"], cwd=folder, capture_output=True, text=True, env=env).stdout
+    assert "{doctor,check,progress}" in usage, f"a student's copy offers other commands than the learner's: {usage}"
 
 
 # --- the JupyterHub examples ------------------------------------------------------------------

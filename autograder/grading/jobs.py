@@ -19,7 +19,6 @@ import time
 from dataclasses import dataclass, field
 
 import nbformat
-from jupyter_core.utils import run_sync
 from nbclient import NotebookClient
 from nbclient.exceptions import CellTimeoutError, DeadKernelError
 
@@ -63,6 +62,12 @@ class LimitedClient(NotebookClient):
         self.on_flood = on_flood
         self.current: int | None = None
         self.timed_out: set[int] = set()
+        self.started_kc = None
+
+    async def async_start_new_kernel_client(self):
+        kc = await super().async_start_new_kernel_client()
+        self.started_kc = kc   # nbclient forgets it at the end; the job closes it
+        return kc
 
     async def async_execute_cell(self, cell, cell_index, *args, **kwargs):
         self.current = cell_index
@@ -141,7 +146,15 @@ def _finish(nb: nbformat.NotebookNode, client: LimitedClient | None, stop_reason
 
 
 def execute(job: Job, slot: Slot) -> Outcome:
-    """Run one job in a slot; the slot is clean for the next job afterwards."""
+    """Run one job in a slot; the slot is clean for the next job afterwards.
+
+    Each job has an event loop of its own, closed at the end with everything the kernel's
+    manager and client opened, so a grader that runs thousands of jobs keeps its fds and memory.
+    """
+    return asyncio.run(_execute(job, slot))
+
+
+async def _execute(job: Job, slot: Slot) -> Outcome:
     start = time.monotonic()
     nb = nbformat.from_dict(job.nb)
     problems: list[str] = []
@@ -176,7 +189,7 @@ def execute(job: Job, slot: Slot) -> Outcome:
             resources={"metadata": {"path": str(slot.dir)}},
         )
         watchdog.start()
-        client.execute()
+        await client.async_execute()
     except (DeadKernelError, CellTimeoutError, RuntimeError, asyncio.TimeoutError, SlotError) as exc:
         stop_reason = why_killed[0] if why_killed else (
             "the kernel died (memory or CPU-time limit, a crash, or the code ended the process)"
@@ -187,9 +200,15 @@ def execute(job: Job, slot: Slot) -> Outcome:
         if km is not None:
             try:
                 if km.has_kernel:
-                    run_sync(km.shutdown_kernel)(now=True)
+                    await km.shutdown_kernel(now=True)
             except Exception:
                 pass
+            kc = client.started_kc if client is not None else None
+            if kc is not None:
+                kc.stop_channels()   # the heartbeat thread first, then the sockets under it
+            for owner in (kc, km):
+                if owner is not None and not owner.context.closed:
+                    owner.context.destroy(linger=0)
         try:
             slot.request({"op": "reap"}, timeout=30)
         except SlotError:

@@ -54,6 +54,66 @@ def _as_results(futures: dict, completed):
             yield job, None, f"{type(exc).__name__}: {exc}"
 
 
+class SlotPool:
+    """Started slots, each running one job at a time; a pool can serve several grading runs.
+
+    ``map(jobs)`` yields ``(job, outcome, error)`` as the jobs finish.
+    """
+
+    def __init__(self, size: int, course_root: Path, sandboxed: bool):
+        self.size = size
+        self.course_root = course_root
+        self.sandboxed = sandboxed
+        self.base: Path | None = None
+        self.slots: queue.Queue[Slot] = queue.Queue()
+        self.started: list[Slot] = []
+        self.threads: ThreadPoolExecutor | None = None
+
+    def __enter__(self) -> "SlotPool":
+        self.base = Path(tempfile.mkdtemp(prefix="copy-that-grade-"))
+        # one thread per slot for the pool's whole life: each keeps its event loop
+        self.threads = ThreadPoolExecutor(self.size, thread_name_prefix="slot")
+
+        def start(i: int) -> Slot:
+            slot = Slot(i, self.base, self.course_root, self.sandboxed)
+            slot.start()
+            return slot
+
+        try:
+            for slot in self.threads.map(start, range(self.size)):
+                self.started.append(slot)
+                self.slots.put(slot)
+        except BaseException:
+            self.__exit__()
+            raise
+        return self
+
+    def __exit__(self, *exc) -> None:
+        for slot in self.started:
+            slot.close()
+        self.started.clear()
+        if self.threads is not None:
+            self.threads.shutdown(cancel_futures=True)
+            self.threads = None
+        if self.base is not None:
+            shutil.rmtree(self.base, ignore_errors=True)
+
+    def _run(self, job: Job) -> Outcome:
+        slot = self.slots.get()
+        try:
+            return execute(job, slot)
+        finally:
+            self.slots.put(slot)
+
+    def map(self, jobs: list[Job]):
+        futures: dict[Future, Job] = {self.threads.submit(self._run, job): job for job in jobs}
+        try:
+            yield from _as_results(futures, as_completed(futures))
+        finally:
+            for fut in futures:
+                fut.cancel()
+
+
 class GradingError(RuntimeError):
     """The grading run cannot start (no such assignment, no sandbox when one is required...)."""
 
@@ -152,7 +212,8 @@ class Grader:
 
     def __init__(self, root: Path, assignment: str, students: list[str] | None = None,
                  jobs: int | None = None, limits: Limits | None = None, scheduler: str | None = None,
-                 require_sandbox: bool = False, log: Callable[[str], None] = print):
+                 require_sandbox: bool = False, log: Callable[[str], None] = print,
+                 pool: SlotPool | None = None):
         from nbgrader.coursedir import CourseDirectory
 
         self.root = root.resolve()
@@ -164,6 +225,7 @@ class Grader:
         self.limits = limits or Limits()
         self.jobs = jobs or os.cpu_count() or 1
         self.scheduler = scheduler
+        self.pool = pool
         self.log = log
         self.sandboxed = bwrap_path() is not None
         if not self.sandboxed:
@@ -353,34 +415,11 @@ class Grader:
         if self.scheduler:
             yield from self._execute_dask(pending)
             return
-        base = Path(tempfile.mkdtemp(prefix="copy-that-grade-"))
-        slots: queue.Queue[Slot] = queue.Queue()
-        workers = max(1, min(self.jobs, len(pending)))
-        started: list[Slot] = []
-
-        def start_slot(i: int) -> Slot:
-            slot = Slot(i, base, self.root, self.sandboxed)
-            slot.start()
-            return slot
-
-        def run(job: Job) -> Outcome:
-            slot = slots.get()
-            try:
-                return execute(job, slot)
-            finally:
-                slots.put(slot)
-
-        try:
-            with ThreadPoolExecutor(workers) as pool:
-                for slot in pool.map(start_slot, range(workers)):
-                    started.append(slot)
-                    slots.put(slot)
-                futures: dict[Future, Job] = {pool.submit(run, job): job for job in pending}
-                yield from _as_results(futures, as_completed(futures))
-        finally:
-            for slot in started:
-                slot.close()
-            shutil.rmtree(base, ignore_errors=True)
+        if self.pool is not None:
+            yield from self.pool.map(pending)
+            return
+        with SlotPool(max(1, min(self.jobs, len(pending))), self.root, self.sandboxed) as pool:
+            yield from pool.map(pending)
 
     def _execute_dask(self, pending: list[Job]):
         from distributed import Client, as_completed as dask_completed

@@ -1,0 +1,145 @@
+"""Helpers for the answer-corpus tests (test_corpus.py) and the plain-nbgrader tests
+(test_nbgrader_plain.py).
+
+- The corpus (``tests/answers/<assignment>.py``: every wrong answer, every differently written
+  right answer) takes the fast path: the instructor's notebook (hidden tests included, as
+  nbgrader restores them) with the answer in its cell, run without a kernel by
+  ``tests/inprocess.py`` and scored by nbgrader's own ``IgnorePattern`` and ``determine_grade``.
+  Each wrong answer loses points on its own exercise, with its diagnosis, and nothing
+  elsewhere; each right answer scores full marks.
+- Plain ``nbgrader autograde`` grades, in one run over every assignment, the reference solution
+  (full marks), the blank release (zero, its hidden tests restored and failing) and a sample of
+  the corpus (one submission per assignment holding a wrong answer and a right one).  The fast
+  path and the course's grader (``autograder.grading``) give that sample the same score in
+  every cell, and nbgrader's feedback shows no hidden test.
+"""
+from __future__ import annotations
+
+import html
+import importlib
+import shutil
+import subprocess
+import sys
+from functools import lru_cache
+
+import nbformat
+import pytest
+
+from autograder.course.layout import assignments, region_lines
+from autograder.grading.runner import Grader, SlotPool
+from autograder.grading.sandbox import bwrap_path
+from autograder.learner.cells import WARNING_PATTERN, role
+from harness import (ROOT, Answer, Graded, cells_testing, plain_autograde, read_grades, release_notebook,
+                     scratch_course, source_notebook, submission, submit)
+
+ASSIGNMENTS = assignments(ROOT)
+
+
+def answers_for(assignment: str) -> tuple[list[Answer], list[Answer]]:
+    module = importlib.import_module(f"answers.{assignment}")
+    return module.WRONG, module.RIGHT
+
+
+def student_id(kind: str, index: int, answer: Answer) -> str:
+    return f"{kind}_{index:02d}_{answer.cell}".replace("-", "_")
+
+
+def corpus_submissions(assignment: str) -> dict[str, nbformat.NotebookNode]:
+    """The reference, the blank release, and one submission per corpus answer."""
+    subs = {"reference": submission(assignment), "blank": submission(assignment, blank=True)}
+    wrong, right = answers_for(assignment)
+    for kind, items in (("wrong", wrong), ("right", right)):
+        for i, a in enumerate(items):
+            subs[student_id(kind, i, a)] = submission(assignment, {a.cell: a.source})
+    return subs
+
+
+def sample_submissions(assignment: str) -> dict[str, nbformat.NotebookNode]:
+    """The reference, the blank release, and one submission with the first wrong answer of one
+    exercise and the first right answer of another (or of the same one, if there is only one)."""
+    wrong, right = answers_for(assignment)
+    other = next((a for a in right if a.cell != wrong[0].cell), right[0])
+    answers = {other.cell: other.source, wrong[0].cell: wrong[0].source}
+    return {"reference": submission(assignment), "blank": submission(assignment, blank=True),
+            "sample": submission(assignment, answers)}
+
+
+def graded_notebook(assignment: str, nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
+    """What nbgrader runs for a submission: the instructor's notebook (locked and test cells,
+    hidden tests included), with the submission's answer cells."""
+    answers = {role(c).grade_id: c.source for c in nb.cells if role(c).solution and role(c).grade_id}
+    graded = nbformat.read(source_notebook(assignment), as_version=4)
+    for cell in graded.cells:
+        if role(cell).solution and role(cell).grade_id in answers:
+            cell.source = answers[role(cell).grade_id]
+    return graded
+
+
+def grade_in_process(subs_by_assignment, workdir) -> dict[str, Graded]:
+    """The fast path: every notebook run by tests/inprocess.py, scored as nbgrader scores."""
+    from nbgrader.preprocessors import IgnorePattern
+    from nbgrader.utils import determine_grade
+    from traitlets.config import Config
+
+    config = Config()
+    config.IgnorePattern.pattern = WARNING_PATTERN
+    ignore = IgnorePattern(config=config)
+    for assignment, subs in subs_by_assignment.items():
+        for student, nb in subs.items():
+            nbformat.write(graded_notebook(assignment, nb), workdir / f"{assignment}--{student}.ipynb")
+    proc = subprocess.run([sys.executable, str(ROOT / "tests" / "inprocess.py"), str(workdir)],
+                          capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    out: dict[str, Graded] = {}
+    for assignment, subs in subs_by_assignment.items():
+        g = out[assignment] = Graded()
+        for student in subs:
+            path = workdir / f"{assignment}--{student}.out.ipynb"
+            if not path.exists():
+                continue  # the notebook did not finish: the tests that look for it say so
+            nb, _ = ignore.preprocess(nbformat.v4.reads(path.read_text()), {})
+            g.notebooks[student] = nb
+            g.scores[student] = {}
+            for cell in nb.cells:
+                if role(cell).grade and not role(cell).solution:
+                    score, maximum = determine_grade(cell)
+                    g.scores[student][role(cell).grade_id] = (float(score or 0), float(maximum))
+    return out
+
+
+def grade_with_the_course_grader(root, subs_by_assignment) -> dict[str, Graded]:
+    for assignment, subs in subs_by_assignment.items():
+        for student, nb in subs.items():
+            submit(root, assignment, student, nb)
+    with SlotPool(2, root, sandboxed=bwrap_path() is not None) as pool:
+        for assignment in subs_by_assignment:
+            Grader(root, assignment, jobs=2, pool=pool, log=lambda m: None).run()
+    return {a: read_grades(root, a, subs) for a, subs in subs_by_assignment.items()}
+
+
+@lru_cache(maxsize=None)
+def release(assignment: str) -> nbformat.NotebookNode:
+    return nbformat.read(release_notebook(assignment), as_version=4)
+
+
+def auto_cells(assignment: str) -> set[str]:
+    return {role(c).grade_id for c in release(assignment).cells if role(c).is_test}
+
+
+def cases(kind: str) -> list:
+    params = []
+    for assignment in ASSIGNMENTS:
+        wrong, right = answers_for(assignment)
+        for i, a in enumerate(wrong if kind == "wrong" else right):
+            params.append(pytest.param(assignment, i, a, id=f"{assignment}-{a.cell}-{a.why}"))
+    return params
+
+
+def per_assignment() -> list:
+    return [pytest.param(a, id=a) for a in ASSIGNMENTS]
+
+
+def lost(g: Graded, student: str, cells: set[str]) -> dict:
+    return {k: v for k, v in g.scores[student].items() if k in cells and v[0] < v[1]}
+
+

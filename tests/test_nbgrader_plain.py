@@ -1,0 +1,109 @@
+"""Plain ``nbgrader autograde``, in one run over every assignment, where it proves something of
+nbgrader's own: the reference solution scores full marks, the blank release zero (its hidden tests
+restored and failing), and a sample of the corpus gets the same score in every cell from plain
+nbgrader, the course's grader and the corpus's fast path.  nbgrader's feedback shows no hidden test.
+"""
+from __future__ import annotations
+
+import html
+import shutil
+
+import nbformat
+import pytest
+
+from corpus import (ASSIGNMENTS, Graded, answers_for, auto_cells, cells_testing, grade_in_process,
+                    grade_with_the_course_grader, lost, per_assignment, release, sample_submissions,
+                    source_notebook, corpus_submissions, student_id, cases)
+from autograder.course.layout import region_lines
+from autograder.learner.cells import role
+from harness import plain_autograde, read_grades, scratch_course, submit
+
+
+@pytest.fixture(scope="session")
+def plain(tmp_path_factory) -> tuple[dict[str, Graded], dict[str, Graded], dict[str, Graded], str]:
+    """The sample graded by plain nbgrader (with feedback), by the course's grader and by the fast path."""
+    samples = {a: sample_submissions(a) for a in ASSIGNMENTS}
+    root = scratch_course(tmp_path_factory.mktemp("plain"))
+    ours_root = tmp_path_factory.mktemp("ours")
+    shutil.rmtree(ours_root)
+    shutil.copytree(root, ours_root)   # the same release and gradebook, before anything is submitted
+    for assignment, subs in samples.items():
+        for student, nb in subs.items():
+            submit(root, assignment, student, nb)
+    log = plain_autograde(root, feedback=True)
+    by_nbgrader = {a: read_grades(root, a, subs) for a, subs in samples.items()}
+    fast = grade_in_process(samples, tmp_path_factory.mktemp("fast"))
+    return by_nbgrader, grade_with_the_course_grader(ours_root, samples), fast, log
+
+
+# --- plain nbgrader ------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("assignment", per_assignment())
+def test_reference_solution_scores_full_marks_under_plain_nbgrader(assignment, plain):
+    g = plain[0][assignment]
+    assert "reference" in g.scores, plain[3][-3000:]
+    score, maximum = g.total("reference", auto_cells(assignment))
+    assert maximum > 0
+    assert score == maximum, lost(g, "reference", auto_cells(assignment))
+
+
+@pytest.mark.parametrize("assignment", per_assignment())
+def test_blank_release_scores_zero_under_plain_nbgrader(assignment, plain):
+    g = plain[0][assignment]
+    assert "blank" in g.scores, plain[3][-3000:]
+    score, maximum = g.total("blank", auto_cells(assignment))
+    assert maximum > 0 and score == 0, g.scores["blank"]
+
+
+@pytest.mark.parametrize("assignment", per_assignment())
+def test_hidden_tests_run_at_grading(assignment, plain):
+    """Hidden test cells are restored from the gradebook: the blank release fails them too."""
+    g = plain[0][assignment]
+    hidden = {gid for gid in auto_cells(assignment) if gid.endswith("_hidden")}
+    assert hidden, "every assignment has hidden tests"
+    for gid in hidden:
+        assert "NotImplementedError" in g.outputs_of("blank", gid), gid
+
+
+@pytest.mark.parametrize("assignment", per_assignment())
+def test_the_course_grader_agrees_with_plain_nbgrader_in_every_cell(assignment, plain):
+    by_nbgrader, ours, _, log = plain
+    expected = by_nbgrader[assignment].scores
+    assert set(expected) == set(sample_submissions(assignment)), log[-3000:]
+    assert ours[assignment].scores == expected
+
+
+@pytest.mark.parametrize("assignment", per_assignment())
+def test_the_fast_path_agrees_with_plain_nbgrader_in_every_auto_graded_cell(assignment, plain):
+    by_nbgrader, _, fast, log = plain
+    auto = auto_cells(assignment)
+    expected = {s: {k: v for k, v in cells.items() if k in auto} for s, cells in by_nbgrader[assignment].scores.items()}
+    assert set(expected) == set(sample_submissions(assignment)), log[-3000:]
+    assert fast[assignment].scores == expected
+    sample = expected["sample"]
+    assert any(v[0] < v[1] for v in sample.values()), "the sample's wrong answer loses points"
+
+
+def hidden_test_lines(assignment: str) -> list[str]:
+    """The substantial lines that exist only in hidden-test regions of the instructor's notebook."""
+    nb = nbformat.read(source_notebook(assignment), as_version=4)
+    return sorted(region_lines(nb, kinds=("HIDDEN TESTS",), min_length=25))
+
+
+@pytest.mark.parametrize("assignment", per_assignment())
+def test_feedback_shows_scores_but_no_hidden_tests(assignment, plain):
+    g = plain[0][assignment]
+    lines = hidden_test_lines(assignment)
+    assert lines, "the instructor's notebook has hidden tests to look for"
+    for student in sample_submissions(assignment):
+        assert student in g.feedback, plain[3][-3000:]
+        page = html.unescape(g.feedback[student])
+        assert "BEGIN HIDDEN TESTS" not in page
+        leaked = [line for line in lines if line in page]
+        assert not leaked, f"feedback for {student} shows hidden test lines: {leaked[:3]}"
+        score, maximum = g.total(student)
+        header = f"{assignment} (Score: {round(score, 2):.1f} / {round(maximum, 2):.1f})"
+        assert header in page, f"feedback for {student} does not show {header!r}"
+    assert "NotImplementedError" in html.unescape(g.feedback["blank"]), "the diagnosis stays in the feedback"
+
+
