@@ -15,9 +15,7 @@
 """
 from __future__ import annotations
 
-import html
 import importlib
-import shutil
 import subprocess
 import sys
 from functools import lru_cache
@@ -25,12 +23,12 @@ from functools import lru_cache
 import nbformat
 import pytest
 
-from autograder.course.layout import assignments, region_lines
+from autograder.course.layout import assignments
 from autograder.grading.runner import Grader, SlotPool
 from autograder.grading.sandbox import bwrap_path
 from autograder.learner.cells import WARNING_PATTERN, role
-from harness import (ROOT, Answer, Graded, cells_testing, plain_autograde, read_grades, release_notebook,
-                     scratch_course, source_notebook, submission, submit)
+from harness import (ROOT, Answer, Graded, cells_testing, read_grades, release_notebook, source_notebook,  # noqa: F401
+                     submission, submit)
 
 ASSIGNMENTS = assignments(ROOT)
 

@@ -142,3 +142,32 @@ def submit(root: Path, assignment: str, student: str, content: nbformat.Notebook
         nbformat.write(content, target)
     return target
 
+
+
+def free_port() -> int:
+    """A TCP port on loopback that nothing listens on right now."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def stop(proc, group: bool = False, grace: float = 20) -> None:
+    """End a server the test started: SIGTERM (to its process group with ``group``), then SIGKILL."""
+    import os
+    import signal
+    import subprocess
+
+    def send(sig: int) -> None:
+        try:
+            os.killpg(proc.pid, sig) if group else proc.send_signal(sig)
+        except ProcessLookupError:
+            pass
+
+    send(signal.SIGTERM)
+    try:
+        proc.wait(timeout=grace)
+    except subprocess.TimeoutExpired:
+        send(signal.SIGKILL)
+        proc.wait()

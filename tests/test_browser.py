@@ -19,7 +19,6 @@ import os
 import re
 import secrets
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -32,7 +31,7 @@ import pytest
 
 from autograder.learner.cells import RELEASE_DIR, role
 from autograder.course.layout import LECTURE_DIR, SOURCE_DIR, lectures
-from harness import ROOT
+from harness import ROOT, free_port, stop
 
 # The browser tests run after the parallel suite, alone on the machine (see the Makefile): under
 # the load of parallel grading a cold JupyterLab kernel can take minutes to answer.
@@ -75,11 +74,6 @@ def _require_browser() -> str:
         pytest.skip(message)
     return chromium
 
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _course_copy(dest: Path) -> Path:
@@ -130,7 +124,7 @@ def lab(tmp_path_factory):
     _require_browser()
     work = tmp_path_factory.mktemp("lab")
     course = _course_copy(work / "course-copy")
-    port, token = _free_port(), secrets.token_hex(16)
+    port, token = free_port(), secrets.token_hex(16)
     env = dict(os.environ)
     env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", "")
     for var, sub in (("JUPYTER_CONFIG_DIR", "config"), ("JUPYTER_RUNTIME_DIR", "runtime"),
@@ -160,12 +154,7 @@ def lab(tmp_path_factory):
             time.sleep(0.5)
         yield base, token, course
     finally:
-        server.terminate()
-        try:
-            server.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait()
+        stop(server)
         log.close()
 
 

@@ -2,18 +2,12 @@
 own exercise, with its diagnosis, and nowhere else; each right answer scores full marks."""
 from __future__ import annotations
 
-import html
-import shutil
 
-import nbformat
 import pytest
 
-from corpus import (ASSIGNMENTS, Graded, answers_for, auto_cells, cells_testing, grade_in_process,
-                    grade_with_the_course_grader, lost, per_assignment, release, sample_submissions,
-                    source_notebook, corpus_submissions, student_id, cases)
-from autograder.course.layout import region_lines
+from corpus import (ASSIGNMENTS, Graded, answers_for, auto_cells, cases, cells_testing, corpus_submissions,
+                    grade_in_process, lost, per_assignment, release, student_id)
 from autograder.learner.cells import role
-from harness import plain_autograde, read_grades, scratch_course, submit
 
 
 @pytest.fixture(scope="session")

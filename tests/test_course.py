@@ -200,11 +200,12 @@ def test_check_on_a_wrong_answer_shows_the_diagnosis(tmp_path):
     nb = tmp_path / "a1_views.ipynb"
     answer = "def shares_memory(a, b):\n    return a.data_ptr() == b.data_ptr()\n"
     nbformat.write(submission("a1_views", {"shares_memory": answer}), nb)
-    out = run_cli("check", str(nb))
+    out = run_cli("check", str(nb), env=dict(os.environ, COLUMNS="250"))   # wide: one table row, one line
     assert out.returncode == 1
-    flat = " ".join(out.stdout.split())
-    assert "3/4 visible tests pass" in flat
-    assert "shares_memory(a, a[1]) is False; expected a bool (True)" in flat or "is False" in flat
+    assert "3/4 visible tests pass" in out.stdout
+    row = next(line for line in out.stdout.splitlines() if "test_shares_memory " in line)
+    assert "✗" in row and "0/1" in row
+    assert "shares_memory(a, a[1]) is False; expected True. Likely mistake: a[1] is a view of a" in row, row
 
 
 def test_check_on_the_reference_answers_passes(tmp_path):

@@ -8,7 +8,6 @@ test is skipped with that reason, except under CI, where it fails.
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 import uuid
@@ -18,17 +17,12 @@ import pytest
 
 from autograder.grading.runner import Grader
 from autograder.grading.sandbox import bwrap_path
-from harness import scratch_course, submission, submit
+from harness import free_port, scratch_course, stop, submission, submit
 
 
 WRONG = {"shares_memory": "def shares_memory(a, b):\n    return a is b\n"}
 EXPECTED = {"reference": 12.0, "blank": 0.0, "wrong": 9.0}
 
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture(scope="module")
@@ -37,7 +31,7 @@ def scheduler(tmp_path_factory):
     if address:
         yield address
         return
-    port = _free_port()
+    port = free_port()
     bindir = Path(sys.executable).parent
     workdir = tmp_path_factory.mktemp("dask")
     logs = open(workdir / "dask.log", "w")
@@ -54,12 +48,7 @@ def scheduler(tmp_path_factory):
         yield address
     finally:
         for p in reversed(procs):
-            p.terminate()
-        for p in procs:
-            try:
-                p.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                p.kill()
+            stop(p)
         logs.close()
 
 

@@ -3,8 +3,6 @@ from __future__ import annotations
 
 import os
 import re
-import signal
-import socket
 import subprocess
 import time
 import urllib.request
@@ -12,19 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from harness import ROOT
+from harness import ROOT, free_port, stop
 
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def test_make_lab_serves_the_course_root_and_opens_the_start_notebook(tmp_path):
     if not (ROOT / ".venv" / ".installed").exists():
         pytest.skip("the tests run outside `make test`: .venv/.installed is missing")
-    port = _free_port()
+    port = free_port()
     log = open(tmp_path / "lab.log", "w+")
     proc = subprocess.Popen(["make", "--no-print-directory", "lab", f"PORT={port}"], cwd=ROOT, stdout=log,
                             stderr=subprocess.STDOUT, start_new_session=True,
@@ -55,9 +48,5 @@ def test_make_lab_serves_the_course_root_and_opens_the_start_notebook(tmp_path):
         for folder in (b'"course"', b'"exercises"'):
             assert folder in listing, "the file browser shows the course root"
     finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
+        stop(proc, group=True, grace=30)
         log.close()

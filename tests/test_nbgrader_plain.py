@@ -11,11 +11,9 @@ import shutil
 import nbformat
 import pytest
 
-from corpus import (ASSIGNMENTS, Graded, answers_for, auto_cells, cells_testing, grade_in_process,
-                    grade_with_the_course_grader, lost, per_assignment, release, sample_submissions,
-                    source_notebook, corpus_submissions, student_id, cases)
 from autograder.course.layout import region_lines
-from autograder.learner.cells import role
+from corpus import (ASSIGNMENTS, Graded, auto_cells, grade_in_process, grade_with_the_course_grader, lost,
+                    per_assignment, sample_submissions, source_notebook)
 from harness import plain_autograde, read_grades, scratch_course, submit
 
 

@@ -1,0 +1,147 @@
+"""The package's layers hold, and the package works installed from its wheel.
+
+- ``kernel/`` (runs inside learners' and graders' kernels) imports only the standard library,
+  torch and the drawing libraries, and nothing else of the package;
+- ``learner/`` (the learner's machine, shipped in the handout) imports nothing of ``course/`` or
+  ``grading/``;
+- a grading kernel has nothing of ``autograder.grading`` (nor ``course``) in ``sys.modules``;
+- the wheel holds every subpackage and every module imports from it, outside the checkout.
+"""
+from __future__ import annotations
+
+import ast
+import asyncio
+import os
+import subprocess
+import sys
+import sysconfig
+import zipfile
+from pathlib import Path
+
+import pytest
+
+import autograder
+from harness import ROOT
+
+PACKAGE = Path(autograder.__file__).resolve().parent
+KERNEL_MAY_IMPORT = {"torch", "graphviz", "torchviz"}
+
+
+def imports_of(path: Path) -> set[str]:
+    """Every module a file imports, relative imports resolved to absolute names."""
+    rel = path.relative_to(PACKAGE.parent).with_suffix("")
+    package = ".".join(rel.parts[:-1]) if rel.name != "__init__" else ".".join(rel.parts[:-1])
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")[: len(package.split(".")) - node.level + 1]
+                module = ".".join(base + ([node.module] if node.module else []))
+                found |= {module} if node.module else {f"{module}.{a.name}" for a in node.names}
+            else:
+                found.add(node.module)
+    # strings run by exec() in a kernel (the guard's cells) count as imports too
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.startswith("import "):
+            found |= {line.split()[1] for line in node.value.splitlines() if line.startswith("import ")}
+    return found
+
+
+def modules(layer: str) -> list[Path]:
+    return sorted((PACKAGE / layer).rglob("*.py"))
+
+
+def test_imports_of_resolves_relative_imports():
+    names = imports_of(PACKAGE / "learner" / "progress.py")
+    assert "autograder.learner.cells" in names and "autograder.__version__" in names
+
+
+@pytest.mark.parametrize("path", modules("kernel"), ids=lambda p: p.name)
+def test_kernel_imports_only_the_standard_library_torch_and_itself(path):
+    stdlib = sys.stdlib_module_names
+    bad = sorted(name for name in imports_of(path)
+                 if name.split(".")[0] not in stdlib | KERNEL_MAY_IMPORT | {"__future__"}
+                 and not name.startswith("autograder.kernel"))
+    assert not bad, f"{path.name} (runs inside kernels) imports {bad}"
+
+
+@pytest.mark.parametrize("path", modules("learner"), ids=lambda p: p.name)
+def test_learner_tools_import_nothing_of_the_instructor_side(path):
+    bad = sorted(n for n in imports_of(path) if n.startswith(("autograder.course", "autograder.grading")))
+    assert not bad, f"{path.name} (shipped to learners) imports {bad}"
+
+
+def kernel_modules(km_factory) -> list[str]:
+    """``autograder`` modules loaded in a kernel started by ``km_factory()``, after the course's setup."""
+    from nbclient import NotebookClient
+    import nbformat
+
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(
+        "import sys, torch\nfrom autograder.kernel import checks as ck\n"
+        "print(sorted(m for m in sys.modules if m.startswith('autograder')))")])
+    km = km_factory()
+    client = NotebookClient(nb, km=km, timeout=60)
+    try:
+        client.execute()
+    finally:
+        if km.has_kernel:
+            asyncio.run(km.shutdown_kernel(now=True))
+    return eval(nb.cells[0].outputs[0]["text"])  # a list literal the cell printed
+
+
+def test_a_grading_kernel_never_imports_the_grading_side(tmp_path):
+    from autograder.grading.sandbox import Slot, Limits, bwrap_path
+
+    slot = Slot(0, tmp_path, tmp_path / "course", sandboxed=bwrap_path() is not None)
+    slot.start()
+    try:
+        loaded = kernel_modules(lambda: slot.kernel_manager(Limits()))
+    finally:
+        slot.request({"op": "reap"}, timeout=30)
+        slot.close()
+    assert "autograder.kernel.checks" in loaded
+    assert not [m for m in loaded if m.startswith(("autograder.grading", "autograder.course", "autograder.learner"))], loaded
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("wheel")
+    proc = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
+                           "-w", str(out), str(ROOT)], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    [whl] = out.glob("copy_that_autograder-*.whl")
+    return whl
+
+
+def test_the_wheel_holds_every_subpackage(wheel):
+    names = set(zipfile.ZipFile(wheel).namelist())
+    for path in PACKAGE.rglob("*.py"):
+        rel = path.relative_to(PACKAGE.parent).as_posix()
+        assert rel in names, f"{rel} is missing from the wheel"
+
+
+def test_every_module_imports_from_the_installed_wheel(wheel, tmp_path):
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
+    python = venv / "bin" / "python"
+    proc = subprocess.run([sys.executable, "-m", "pip", "--python", str(python), "install", "-q", "--no-deps",
+                           "--no-index", str(wheel)], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    # the dependencies come from the course's environment, added as a plain path: its .pth files
+    # (the editable install of this checkout among them) are not run, so autograder comes from the wheel
+    site = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                          capture_output=True, text=True, check=True).stdout.strip()
+    Path(site, "course-deps.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    names = sorted(".".join(p.relative_to(PACKAGE.parent).with_suffix("").parts).removesuffix(".__init__")
+                   for p in PACKAGE.rglob("*.py") if p.name != "__main__.py")
+    script = ("import importlib, autograder\n"
+              f"for name in {names!r}:\n    importlib.import_module(name)\n"
+              "print(autograder.__file__)")
+    out = subprocess.run([str(python), "-c", script], cwd=tmp_path, capture_output=True, text=True, timeout=300,
+                         env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"})
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert Path(out.stdout.strip()).is_relative_to(venv), f"imported {out.stdout.strip()}, not the wheel"
+    usage = subprocess.run([str(python), "-m", "autograder", "--help"], cwd=tmp_path, capture_output=True, text=True)
+    assert "grade" in usage.stdout, "an instructor's install has the grading commands"
