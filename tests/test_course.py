@@ -165,6 +165,20 @@ def test_installed_versions_are_the_pinned_ones():
         assert (_version(dist) or "").split("+")[0] == pin, dist
 
 
+def test_the_lock_is_complete_and_leaves_out_the_slow_iri_checker():
+    """`make` installs requirements.txt with --no-deps: the lock must hold everything it needs.
+
+    It leaves out rfc3987-syntax (and lark), jsonschema's optional IRI-format checker: it builds
+    a parser when imported, which added 2.7 s to every process that loads nbformat."""
+    check = subprocess.run([PY, "-m", "pip", "check"], capture_output=True, text=True)
+    assert check.returncode == 0, check.stdout + check.stderr
+    lock = (ROOT / "requirements.txt").read_text().lower()
+    assert "rfc3987-syntax" not in lock and "\nlark==" not in lock
+    probe = subprocess.run([PY, "-c", "import nbformat.validator, sys; "
+                                      "print('rfc3987_syntax' in sys.modules)"], capture_output=True, text=True)
+    assert probe.stdout.strip() == "False", probe.stderr
+
+
 # --- command line -----------------------------------------------------------------------------
 
 def test_python_m_autograder_shows_its_commands():

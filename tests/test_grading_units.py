@@ -1,0 +1,859 @@
+"""Fast unit tests of each step of ``autograder grade`` on notebooks built in code.
+
+No kernel, no bubblewrap, no subprocess: every test builds its notebook with ``nbformat.v4``
+and nbgrader metadata dicts (as nbgrader's own ``nbgrader/tests/preprocessors`` do), then calls
+one step of the pipeline — ``read_notebook``, ``repair``, ``add_guards``/``_finish``, the
+sandbox's command line and scratch folder, the feedback preprocessor, the scoring of a test
+cell — and checks what it did.
+"""
+from __future__ import annotations
+
+import copy
+import json
+import os
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+import nbformat
+import pytest
+from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
+
+from autograder.grading import jobs, sandbox
+from autograder.grading.feedback import StripHiddenTracebacks
+from autograder.grading.jobs import GUARD_KEY, add_guards
+from autograder.grading.runner import read_notebook, repair
+from autograder.kernel import guard
+from autograder.learner.selfcheck import score_cell
+
+
+# ---------------------------------------------------------------------------------------------
+# builders
+
+def nbgrader_meta(grade_id: str, *, grade: bool = False, solution: bool = False, locked: bool = False,
+                  points: float | None = None, cell_type: str = "code") -> dict:
+    """The nbgrader metadata of a released cell (schema 3, as generate_assignment writes it)."""
+    meta = {"cell_type": cell_type, "checksum": f"sum-{grade_id}", "grade": grade, "grade_id": grade_id,
+            "locked": locked, "schema_version": 3, "solution": solution, "task": False}
+    if points is not None:
+        meta["points"] = points
+    return meta
+
+
+def code(grade_id: str | None = None, source: str = "", *, points: float | None = None, grade: bool = False,
+         solution: bool = False, locked: bool = False, outputs: list | None = None,
+         execution_count: int | None = None) -> nbformat.NotebookNode:
+    """A code cell; with a grade_id, one carrying nbgrader metadata."""
+    cell = new_code_cell(source, outputs=outputs or [], execution_count=execution_count)
+    if grade_id is not None:
+        cell.metadata["nbgrader"] = nbgrader_meta(grade_id, grade=grade, solution=solution, locked=locked,
+                                                  points=points)
+    return cell
+
+
+def markdown(grade_id: str | None = None, source: str = "", **kw) -> nbformat.NotebookNode:
+    cell = new_markdown_cell(source)
+    if grade_id is not None:
+        cell.metadata["nbgrader"] = nbgrader_meta(grade_id, cell_type="markdown", **kw)
+    return cell
+
+
+def setup_cell(grade_id: str = "setup", source: str = "import torch") -> nbformat.NotebookNode:
+    return code(grade_id, source, locked=True)
+
+
+def answer(grade_id: str, source: str = "def f():\n    raise NotImplementedError()") -> nbformat.NotebookNode:
+    return code(grade_id, source, solution=True)
+
+
+def graded(grade_id: str, source: str = "assert f() == 1", points: float = 1, **kw) -> nbformat.NotebookNode:
+    """An auto-graded test cell (grade, locked, not a solution)."""
+    return code(grade_id, source, grade=True, locked=True, points=points, **kw)
+
+
+def written(grade_id: str, points: float = 2) -> nbformat.NotebookNode:
+    """A manually graded written answer (markdown, grade and solution)."""
+    return markdown(grade_id, "YOUR ANSWER HERE", grade=True, solution=True, points=points)
+
+
+def notebook(*cells) -> nbformat.NotebookNode:
+    return new_notebook(cells=list(cells))
+
+
+def stream(text: str, name: str = "stdout") -> nbformat.NotebookNode:
+    return new_output("stream", name=name, text=text)
+
+
+def error(ename: str, evalue: str, traceback: list[str] | None = None) -> nbformat.NotebookNode:
+    return new_output("error", ename=ename, evalue=evalue,
+                      traceback=traceback if traceback is not None else ["Traceback...", f"{ename}: {evalue}"])
+
+
+def release_nb() -> nbformat.NotebookNode:
+    return notebook(markdown(source="# Exercise"), setup_cell(), answer("f"), graded("test_f"),
+                    written("why"), graded("test_g", "assert g() == 2", points=2))
+
+
+def meta_of(cell) -> dict | None:
+    return cell.metadata.get("nbgrader")
+
+
+def error_names(cell) -> list[str]:
+    return [o.ename for o in cell.get("outputs", []) if o.output_type == "error"]
+
+
+# ---------------------------------------------------------------------------------------------
+# step 1a: read_notebook
+
+def write(tmp_path: Path, data: bytes | str, name: str = "a1.ipynb") -> Path:
+    path = tmp_path / name
+    path.write_bytes(data.encode() if isinstance(data, str) else data)
+    return path
+
+
+def nb_json(cells, **top) -> str:
+    return json.dumps({"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": cells, **top})
+
+
+class TestReadNotebook:
+
+    @pytest.mark.parametrize("data", [b"", b"  \n\t\n"], ids=["empty", "whitespace"])
+    def test_empty_file_is_reported_empty(self, tmp_path, data):
+        nb, problem = read_notebook(write(tmp_path, data))
+        assert nb is None
+        assert problem == "a1.ipynb is empty"
+
+    def test_invalid_utf8_is_not_a_text_file(self, tmp_path):
+        nb, problem = read_notebook(write(tmp_path, b'{"cells": ["\xff\xfe\xfa"]}'))
+        assert nb is None
+        assert problem == "a1.ipynb is not a text file"
+
+    @pytest.mark.parametrize("data", ['{"cells": [{"cell_type": "co', "import torch\nprint(torch.ones(2))\n",
+                                      "[]"], ids=["truncated-json", "python-file", "json-list"])
+    def test_non_notebook_content_is_not_a_notebook(self, tmp_path, data):
+        nb, problem = read_notebook(write(tmp_path, data))
+        assert nb is None
+        assert problem.startswith("a1.ipynb is not a notebook (")
+
+    def test_truncated_json_names_the_json_error(self, tmp_path):
+        _, problem = read_notebook(write(tmp_path, '{"cells": ['))
+        assert "NotJSONError" in problem
+
+    def test_problem_is_one_short_line(self, tmp_path):
+        _, problem = read_notebook(write(tmp_path, "x = 1\n" * 500))
+        assert "\n" not in problem and len(problem) < 200
+
+    def test_json_without_cells_is_not_a_notebook(self, tmp_path):
+        nb, problem = read_notebook(write(tmp_path, json.dumps({"nbformat": 4, "nbformat_minor": 5,
+                                                                "metadata": {}})))
+        assert nb is None
+        assert problem.startswith("a1.ipynb is not a notebook")
+        assert "cells" in problem
+
+    def test_cells_that_are_not_a_list_is_no_cells(self, tmp_path):
+        nb, problem = read_notebook(write(tmp_path, nb_json({})))
+        assert nb is None
+        assert problem == "a1.ipynb is not a notebook (no cells)"
+
+    @pytest.mark.parametrize("cell", [
+        {"cell_type": "heading", "source": "x", "metadata": {}, "id": "c1"},
+        {"source": "x", "metadata": {}, "id": "c1"},
+        {"cell_type": "code", "source": 5, "metadata": {}, "outputs": [], "execution_count": None, "id": "c1"},
+        {"cell_type": "markdown", "source": None, "metadata": {}, "id": "c1"},
+    ], ids=["bad-cell-type", "no-cell-type", "int-source", "null-source"])
+    def test_malformed_cells_are_reported(self, tmp_path, cell):
+        ok = {"cell_type": "markdown", "source": "fine", "metadata": {}, "id": "c0"}
+        nb, problem = read_notebook(write(tmp_path, nb_json([ok, cell])))
+        assert nb is None
+        assert problem == "a1.ipynb has malformed cells"
+
+    @pytest.mark.parametrize("cells", [[1], [{"cell_type": "code", "source": ["a", 1], "metadata": {},
+                                              "outputs": [], "id": "c1"}]], ids=["int-cell", "int-in-source-list"])
+    def test_unreadable_cells_are_reported_not_raised(self, tmp_path, cells):
+        nb, problem = read_notebook(write(tmp_path, nb_json(cells)))
+        assert nb is None
+        assert problem.startswith("a1.ipynb ")
+
+    def test_unreadable_path_is_reported(self, tmp_path):
+        (tmp_path / "a1.ipynb").mkdir()
+        nb, problem = read_notebook(tmp_path / "a1.ipynb")
+        assert nb is None
+        assert problem.startswith("cannot read a1.ipynb: ")
+
+    def test_valid_notebook_is_read_unchanged(self, tmp_path):
+        original = release_nb()
+        path = tmp_path / "a1.ipynb"
+        nbformat.write(original, path)
+        nb, problem = read_notebook(path)
+        assert problem is None
+        assert nb == original
+
+    def test_missing_outputs_and_execution_count_are_filled_in(self, tmp_path):
+        cells = [{"cell_type": "code", "source": ["x = 1\n", "y = 2"], "metadata": {}, "id": "c1"},
+                 {"cell_type": "markdown", "source": "text", "metadata": {}, "id": "c2"}]
+        nb, problem = read_notebook(write(tmp_path, nb_json(cells)))
+        assert problem is None
+        cell, md = nb.cells
+        assert cell.outputs == [] and cell.execution_count is None
+        assert cell.source == "x = 1\ny = 2"
+        assert "outputs" not in md and "execution_count" not in md
+
+    def test_old_format_notebook_is_converted(self, tmp_path):
+        v3 = {"nbformat": 3, "nbformat_minor": 0, "metadata": {},
+              "worksheets": [{"cells": [{"cell_type": "code", "input": "x = 1", "outputs": [], "language": "python"}]}]}
+        nb, problem = read_notebook(write(tmp_path, json.dumps(v3)))
+        assert problem is None
+        assert nb.nbformat == 4 and nb.cells[0].source == "x = 1"
+
+    @pytest.mark.xfail(strict=True, reason=(
+        "read_notebook means to fill in a missing cell 'metadata' (cell.setdefault('metadata', {})), but "
+        "nbformat's v4 reader (strip_transient: cell.metadata.pop) raises first, so the file is reported "
+        "'not a notebook (ValidationError: ... missing an expected key: metadata)' and graded as the blank "
+        "release; the setdefault is dead code"))
+    def test_missing_cell_metadata_is_filled_in(self, tmp_path):
+        cells = [{"cell_type": "code", "source": "x = 1", "outputs": [], "execution_count": None, "id": "c1"}]
+        nb, problem = read_notebook(write(tmp_path, nb_json(cells)))
+        assert problem is None
+        assert nb.cells[0].metadata == {}
+
+    @pytest.mark.xfail(strict=True, reason=(
+        "a code cell with no 'source' key passes read_notebook's check (cell.get('source', '')) but is "
+        "neither rejected nor given source '': nbclient's execute_cell then reads cell.source and raises "
+        "AttributeError, which _execute does not catch, so the whole notebook is 'grading failed'"))
+    def test_cell_without_source_is_rejected_or_given_empty_source(self, tmp_path):
+        cells = [{"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None, "id": "c1"}]
+        nb, problem = read_notebook(write(tmp_path, nb_json(cells)))
+        assert nb is None or nb.cells[0].get("source") == ""
+
+
+# ---------------------------------------------------------------------------------------------
+# step 1b: repair
+
+class TestRepair:
+
+    def test_untouched_submission_has_no_flags_and_is_unchanged(self):
+        release = release_nb()
+        nb = copy.deepcopy(release)
+        assert repair(nb, release) == []
+        assert nb == release
+
+    def test_submission_with_answers_written_is_unchanged(self):
+        release = release_nb()
+        nb = copy.deepcopy(release)
+        nb.cells[2].source = "def f():\n    return 1"
+        nb.cells[4].source = "Because views share storage."
+        before = copy.deepcopy(nb)
+        assert repair(nb, release) == []
+        assert nb == before
+
+    def test_duplicated_answer_keeps_the_last_copys_metadata(self):
+        release = release_nb()
+        nb = copy.deepcopy(release)
+        first = nb.cells[2]
+        second = copy.deepcopy(first)
+        second.source = "def f():\n    return 1"
+        nb.cells.insert(3, second)
+        flags = repair(nb, release)
+        assert meta_of(nb.cells[2]) is None
+        assert meta_of(nb.cells[3]) == meta_of(release.cells[2])
+        assert flags == ["cell 'f' appears 2 times (copy-paste); one copy is graded"]
+
+    def test_duplicated_test_cell_keeps_the_first_copys_metadata(self):
+        release = release_nb()
+        nb = copy.deepcopy(release)
+        nb.cells.append(copy.deepcopy(nb.cells[3]))   # test_f pasted again at the end
+        flags = repair(nb, release)
+        assert meta_of(nb.cells[3]) == meta_of(release.cells[3])
+        assert meta_of(nb.cells[-1]) is None
+        assert flags == ["cell 'test_f' appears 2 times (copy-paste); one copy is graded"]
+
+    def test_triplicated_cell_keeps_exactly_one_copy(self):
+        release = release_nb()
+        nb = copy.deepcopy(release)
+        nb.cells[3:3] = [copy.deepcopy(nb.cells[2]), copy.deepcopy(nb.cells[2])]
+        flags = repair(nb, release)
+        assert [meta_of(c) is not None for c in nb.cells[2:5]] == [False, False, True]
+        assert flags == ["cell 'f' appears 3 times (copy-paste); one copy is graded"]
+
+    @pytest.mark.parametrize("cell_index, key, value", [
+        (3, "points", 100), (3, "grade", False), (2, "solution", False), (1, "locked", False), (2, "grade", True),
+    ])
+    def test_edited_metadata_is_restored_and_named(self, cell_index, key, value):
+        release = release_nb()
+        nb = copy.deepcopy(release)
+        gid = meta_of(nb.cells[cell_index])["grade_id"]
+        meta_of(nb.cells[cell_index])[key] = value
+        flags = repair(nb, release)
+        assert meta_of(nb.cells[cell_index]) == meta_of(release.cells[cell_index])
+        assert flags == [f"nbgrader metadata of {gid!r} was edited ({key}); restored"]
+
+    def test_several_edited_keys_are_all_named(self):
+        release = release_nb()
+        nb = copy.deepcopy(release)
+        meta_of(nb.cells[3]).update(points=5, solution=True, locked=False)
+        flags = repair(nb, release)
+        assert flags == ["nbgrader metadata of 'test_f' was edited (solution, locked, points); restored"]
+        assert meta_of(nb.cells[3]) == meta_of(release.cells[3])
+
+    def test_restored_metadata_is_a_copy_of_the_release(self):
+        release = release_nb()
+        nb = copy.deepcopy(release)
+        meta_of(nb.cells[3])["points"] = 9
+        repair(nb, release)
+        meta_of(nb.cells[3])["points"] = 7
+        assert meta_of(release.cells[3])["points"] == 1
+
+    def test_metadata_key_removed_by_the_learner_is_restored(self):
+        release = release_nb()
+        nb = copy.deepcopy(release)
+        del meta_of(nb.cells[3])["points"]
+        flags = repair(nb, release)
+        assert meta_of(nb.cells[3])["points"] == 1
+        assert flags == ["nbgrader metadata of 'test_f' was edited (points); restored"]
+
+    def test_unknown_grade_id_loses_its_metadata_and_is_flagged(self):
+        release = release_nb()
+        nb = copy.deepcopy(release)
+        nb.cells.append(graded("test_free_points", "pass", points=50))
+        flags = repair(nb, release)
+        assert meta_of(nb.cells[-1]) is None
+        assert flags == ["cell with unknown grade id 'test_free_points' is not graded"]
+
+    def test_non_dict_nbgrader_metadata_is_dropped(self):
+        release = release_nb()
+        nb = copy.deepcopy(release)
+        nb.cells.append(code(source="x = 1"))
+        nb.cells[-1].metadata["nbgrader"] = "grade me"
+        repair(nb, release)
+        assert "nbgrader" not in nb.cells[-1].metadata
+
+    def test_test_cell_turned_into_markdown_is_turned_back_into_code(self):
+        release = release_nb()
+        nb = copy.deepcopy(release)
+        md = new_markdown_cell(nb.cells[3].source, metadata=copy.deepcopy(nb.cells[3].metadata))
+        nb.cells[3] = md
+        flags = repair(nb, release)
+        cell = nb.cells[3]
+        assert cell.cell_type == "code"
+        assert cell.outputs == [] and cell.execution_count is None
+        assert flags == ["cell 'test_f' changed type to markdown; restored"]
+        nbformat.validate(nb)
+
+    def test_written_answer_turned_into_code_is_turned_back_into_markdown(self):
+        release = release_nb()
+        nb = copy.deepcopy(release)
+        nb.cells[4] = new_code_cell(nb.cells[4].source, metadata=copy.deepcopy(nb.cells[4].metadata),
+                                    outputs=[stream("hi\n")], execution_count=3)
+        flags = repair(nb, release)
+        cell = nb.cells[4]
+        assert cell.cell_type == "markdown"
+        assert "outputs" not in cell and "execution_count" not in cell
+        assert flags == ["cell 'why' changed type to code; restored"]
+        nbformat.validate(nb)
+
+    def test_ungraded_cells_are_left_alone(self):
+        release = release_nb()
+        nb = copy.deepcopy(release)
+        nb.cells.append(code(source="print('scratch')"))
+        nb.cells.append(markdown(source="notes"))
+        before = copy.deepcopy(nb.cells[-2:])
+        assert repair(nb, release) == []
+        assert nb.cells[-2:] == before
+
+
+# ---------------------------------------------------------------------------------------------
+# step 2: guard cells around the execution
+
+def fake_client(current: int | None = None, timed_out: set[int] | None = None) -> SimpleNamespace:
+    return SimpleNamespace(current=current, timed_out=timed_out or set())
+
+
+def guarded_nb() -> nbformat.NotebookNode:
+    """setup, answer, test_f, test_g; after add_guards:
+    0 install, 1 setup, 2 answer, 3 restore, 4 test_f, 5 restore, 6 test_g."""
+    return add_guards(notebook(setup_cell(), answer("f"), graded("test_f"), graded("test_g")))
+
+
+def report(names: list[str] | str) -> nbformat.NotebookNode:
+    text = names if isinstance(names, str) else json.dumps(names)
+    return stream(guard.MARK + text + "\n")
+
+
+def restore_cells(nb) -> list:
+    return [c for c in nb.cells if c.metadata.get(GUARD_KEY) and c.source == guard.RESTORE_SOURCE]
+
+
+def run_all(nb, *, reports: bool = True) -> None:
+    """Make every cell look executed; restore cells print an empty report."""
+    for i, cell in enumerate(nb.cells, 1):
+        if cell.cell_type == "code":
+            cell.execution_count = i
+            if reports and cell.source == guard.RESTORE_SOURCE:
+                cell.outputs = [report([])]
+
+
+def finish(nb, client=None, stop_reason=None):
+    problems, flags = [], []
+    jobs._finish(nb, client, stop_reason, problems, flags)
+    return flags
+
+
+class TestAddGuards:
+
+    def test_install_cell_comes_first(self):
+        nb = guarded_nb()
+        assert nb.cells[0].source == guard.INSTALL_SOURCE
+        assert nb.cells[0].metadata[GUARD_KEY] is True
+
+    def test_a_restore_cell_precedes_every_test_cell_and_nothing_else(self):
+        nb = guarded_nb()
+        sources = [c.source if c.metadata.get(GUARD_KEY) else (meta_of(c) or {}).get("grade_id")
+                   for c in nb.cells]
+        R = guard.RESTORE_SOURCE
+        assert sources == [guard.INSTALL_SOURCE, "setup", "f", R, "test_f", R, "test_g"]
+
+    def test_no_restore_before_answers_written_answers_or_plain_cells(self):
+        nb = add_guards(notebook(code(source="x = 1"), answer("f"), written("why"), markdown(source="hi")))
+        assert len(nb.cells) == 5
+        assert restore_cells(nb) == []
+
+    def test_guard_cells_are_code_cells_without_outputs(self):
+        for cell in guarded_nb().cells[:1] + restore_cells(guarded_nb()):
+            assert cell.cell_type == "code" and cell.outputs == [] and cell.execution_count is None
+
+
+class TestFinish:
+
+    def test_guard_cells_are_removed_and_the_rest_kept_in_order(self):
+        plain = notebook(setup_cell(), answer("f"), graded("test_f"), markdown(source="m"), graded("test_g"))
+        nb = add_guards(copy.deepcopy(plain))
+        flags = finish(nb, fake_client())
+        assert flags == ["the grader's guard cells did not report (output suppressed or guard replaced)"]
+        assert nb.cells == plain.cells
+
+    def test_clean_reports_give_no_flags(self):
+        nb = guarded_nb()
+        run_all(nb)
+        assert finish(nb, fake_client()) == []
+        assert not any(c.metadata.get(GUARD_KEY) for c in nb.cells)
+        assert all(c.outputs == [] for c in nb.cells)
+
+    def test_reported_names_become_changed_flags_once_each(self):
+        nb = guarded_nb()
+        run_all(nb)
+        first, second = restore_cells(nb)
+        first.outputs = [report(["torch.allclose", "the name 'ck'"])]
+        second.outputs = [report(["torch.allclose"])]
+        assert finish(nb, fake_client()) == ["changed torch.allclose", "changed the name 'ck'"]
+
+    def test_report_line_among_other_output_is_read(self):
+        nb = guarded_nb()
+        run_all(nb)
+        restore_cells(nb)[0].outputs = [stream("noise\n" + guard.MARK + '["torch.Tensor.add"]\nmore\n')]
+        assert finish(nb, fake_client()) == ["changed torch.Tensor.add"]
+
+    def test_garbled_report_is_flagged(self):
+        nb = guarded_nb()
+        run_all(nb)
+        restore_cells(nb)[0].outputs = [report('["torch.allclose"')]
+        assert finish(nb, fake_client()) == ["the guard's report was garbled"]
+
+    @pytest.mark.xfail(strict=True, reason=(
+        "_finish only catches ValueError around the report: a report that is JSON but not a list "
+        "(MARK + 'null' / '5') raises TypeError out of _finish (the job fails: 'grading failed', the "
+        "notebook is not graded), and a JSON string or object is iterated into bogus 'changed <char>' flags"))
+    @pytest.mark.parametrize("text", ["null", "5", '"torch"'])
+    def test_report_that_is_json_but_not_a_list_is_garbled(self, text):
+        nb = guarded_nb()
+        run_all(nb)
+        restore_cells(nb)[0].outputs = [report(text)]
+        assert finish(nb, fake_client()) == ["the guard's report was garbled"]
+
+    def test_missing_report_is_flagged(self):
+        nb = guarded_nb()
+        run_all(nb)
+        restore_cells(nb)[1].outputs = []
+        assert finish(nb, fake_client()) == [
+            "the grader's guard cells did not report (output suppressed or guard replaced)"]
+
+    def test_report_sent_as_a_result_not_a_stream_does_not_count(self):
+        nb = guarded_nb()
+        run_all(nb)
+        restore_cells(nb)[0].outputs = [new_output("execute_result", data={"text/plain": guard.MARK + "[]"},
+                                                   execution_count=4)]
+        assert finish(nb, fake_client()) == [
+            "the grader's guard cells did not report (output suppressed or guard replaced)"]
+
+    @pytest.mark.xfail(strict=True, reason=(
+        "_finish counts report *outputs*, not restore *cells*: one restore cell reporting on stdout and "
+        "stderr makes up for another restore cell that printed nothing, so the missing report is not flagged"))
+    def test_a_double_report_does_not_hide_a_missing_one(self):
+        nb = guarded_nb()
+        run_all(nb)
+        first, second = restore_cells(nb)
+        first.outputs = [report([]), stream(guard.MARK + "[]\n", name="stderr")]
+        second.outputs = []
+        assert "the grader's guard cells did not report (output suppressed or guard replaced)" in \
+            finish(nb, fake_client())
+
+    def test_no_restore_cells_means_no_missing_report_flag(self):
+        nb = add_guards(notebook(setup_cell(), answer("f")))
+        run_all(nb)
+        assert finish(nb, fake_client()) == []
+
+    def test_missing_report_is_not_flagged_when_the_run_stopped(self):
+        nb = guarded_nb()
+        assert finish(nb, fake_client(current=2), stop_reason="the kernel died") == []
+
+    def test_stopped_run_marks_the_current_cell_stopped_and_later_cells_not_run(self):
+        nb = guarded_nb()
+        nb.cells[0].execution_count = 1
+        nb.cells[1].execution_count = 2                            # setup ran
+        nb.cells[2].outputs = [stream("computing...\n")]           # the answer was running
+        finish(nb, fake_client(current=2), stop_reason="the kernel died")
+        setup, ans, test_f, test_g = nb.cells
+        assert setup.outputs == []
+        assert error_names(ans) == ["Stopped"]
+        assert ans.outputs[-1].evalue == "the kernel died"
+        assert ans.outputs[0].text == "computing...\n"
+        assert error_names(test_f) == ["NotRun"] and error_names(test_g) == ["NotRun"]
+        assert test_f.outputs[0].evalue == "the kernel died"
+        assert test_f.outputs[0].traceback == ["NotRun: the kernel died"]
+
+    def test_current_cell_with_its_own_error_gets_no_second_error(self):
+        nb = guarded_nb()
+        run_all(nb)
+        nb.cells[4].outputs = [error("MemoryError", "")]
+        finish(nb, fake_client(current=4), stop_reason="the kernel died")
+        assert error_names(nb.cells[2]) == ["MemoryError"]
+        assert error_names(nb.cells[3]) == []   # test_g ran (it has an execution count)
+
+    def test_stop_without_client_marks_never_run_cells(self):
+        nb = guarded_nb()
+        nb.cells[1].execution_count = 1
+        finish(nb, None, stop_reason="SlotError: fork server died")
+        assert [error_names(c) for c in nb.cells] == [[], ["NotRun"], ["NotRun"], ["NotRun"]]
+
+    def test_markdown_cells_are_never_marked(self):
+        nb = add_guards(notebook(markdown(source="m"), graded("test_f")))
+        finish(nb, fake_client(), stop_reason="the kernel died")
+        assert nb.cells[0].cell_type == "markdown" and "outputs" not in nb.cells[0]
+        assert error_names(nb.cells[1]) == ["NotRun"]
+
+    def test_timed_out_cell_gets_a_cell_timeout_error(self):
+        nb = guarded_nb()
+        run_all(nb)
+        nb.cells[4].outputs = [error("KeyboardInterrupt", "")]
+        flags = finish(nb, fake_client(current=6, timed_out={4}))
+        assert flags == []
+        assert error_names(nb.cells[2]) == ["KeyboardInterrupt", "CellTimeout"]
+        assert [error_names(c) for c in (nb.cells[0], nb.cells[1], nb.cells[3])] == [[], [], []]
+
+    def test_timed_out_current_cell_on_a_stop_gets_only_the_timeout(self):
+        nb = guarded_nb()
+        run_all(nb)
+        finish(nb, fake_client(current=4, timed_out={4}), stop_reason="the notebook ran past its 600 s limit")
+        assert error_names(nb.cells[2]) == ["CellTimeout"]
+
+    def test_a_stopped_test_cell_scores_zero(self):
+        nb = guarded_nb()
+        run_all(nb)
+        nb.cells[6].execution_count = None
+        finish(nb, fake_client(current=6), stop_reason="the kernel died")
+        assert score_cell(nb.cells[2]).points == 1
+        assert score_cell(nb.cells[3]).points == 0
+
+
+# ---------------------------------------------------------------------------------------------
+# the sandbox's command line
+
+@pytest.fixture
+def layout(tmp_path, monkeypatch):
+    """A course root, a slot folder and a home folder; bwrap 'installed'."""
+    course = tmp_path / "course"
+    course.mkdir()
+    home = tmp_path / "home-of-grader"
+    home.mkdir()
+    slot = tmp_path / "grade-base" / "slot0"
+    slot.mkdir(parents=True)
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setattr(sandbox, "bwrap_path", lambda: "/usr/bin/bwrap")
+    return SimpleNamespace(course=course, home=home, slot=slot)
+
+
+def values_of(argv: list[str], option: str) -> list[str]:
+    return [argv[i + 1] for i, a in enumerate(argv) if a == option]
+
+
+def pairs_of(argv: list[str], option: str) -> list[tuple[str, str]]:
+    return [(argv[i + 1], argv[i + 2]) for i, a in enumerate(argv) if a == option]
+
+
+def index_of(argv: list[str], *seq: str) -> int:
+    for i in range(len(argv) - len(seq) + 1):
+        if argv[i:i + len(seq)] == list(seq):
+            return i
+    raise AssertionError(f"{seq} not in {argv}")
+
+
+class TestSandboxArgv:
+
+    def test_starts_with_bwrap_and_isolates(self, layout):
+        argv = sandbox.sandbox_argv(layout.slot, layout.course, None)
+        assert argv[0] == "/usr/bin/bwrap"
+        for option in ("--die-with-parent", "--unshare-pid", "--unshare-net", "--new-session"):
+            assert option in argv
+
+    def test_course_tmp_home_and_home_folder_are_hidden(self, layout):
+        tmpfs = values_of(sandbox.sandbox_argv(layout.slot, layout.course, None), "--tmpfs")
+        assert str(layout.course.resolve()) in tmpfs
+        assert "/tmp" in tmpfs
+        assert str(layout.home.resolve()) in tmpfs
+        if Path("/home").exists():
+            assert "/home" in tmpfs
+
+    def test_slot_folder_is_bound_read_write_after_the_hiding(self, layout):
+        argv = sandbox.sandbox_argv(layout.slot, layout.course, None)
+        slot = str(layout.slot)
+        assert pairs_of(argv, "--bind") == [(slot, slot)]
+        tmpfs_at = [i for i, a in enumerate(argv) if a == "--tmpfs"]
+        assert max(tmpfs_at) < index_of(argv, "--bind", slot, slot)
+        assert index_of(argv, "--ro-bind", "/", "/") < min(tmpfs_at)
+
+    def test_environment_is_cleared_then_points_home_and_tmpdir_at_the_slot(self, layout):
+        argv = sandbox.sandbox_argv(layout.slot, layout.course, None)
+        env = dict(pairs_of(argv, "--setenv"))
+        assert env["HOME"] == str(layout.slot) and env["TMPDIR"] == str(layout.slot)
+        assert index_of(argv, "--clearenv") < min(i for i, a in enumerate(argv) if a == "--setenv")
+
+    def test_grader_environment_does_not_leak(self, layout, monkeypatch):
+        monkeypatch.setenv("COPY_THAT_SECRET", "s3cret")
+        argv = sandbox.sandbox_argv(layout.slot, layout.course, None)
+        assert "s3cret" not in " ".join(argv)
+        assert "COPY_THAT_SECRET" not in dict(pairs_of(argv, "--setenv"))
+
+    def test_command_ends_with_the_isolated_forkserver(self, layout):
+        argv = sandbox.sandbox_argv(layout.slot, layout.course, None)
+        fork = sandbox.forkserver_command()
+        assert fork[:2] == [sys.executable, "-I"]
+        assert Path(fork[2]).name == "forkserver.py" and Path(fork[2]).is_file()
+        assert argv[-3:] == fork
+        assert argv[-4] == "--"
+
+    def test_without_uid_there_is_no_setpriv(self, layout):
+        argv = sandbox.sandbox_argv(layout.slot, layout.course, None)
+        assert not any(a.endswith("setpriv") for a in argv)
+        assert not any(a.startswith("--reuid") for a in argv)
+
+    def test_uid_drops_privileges_before_the_interpreter(self, layout):
+        argv = sandbox.sandbox_argv(layout.slot, layout.course, 61003)
+        setpriv = next(i for i, a in enumerate(argv) if a.endswith("setpriv"))
+        python = len(argv) - 3
+        assert argv[python] == sys.executable
+        assert argv[setpriv - 1] == "--"
+        between = argv[setpriv + 1:python]
+        for option in ("--reuid=61003", "--regid=61003", "--clear-groups", "--no-new-privs"):
+            assert option in between
+        assert between[-1] == "--"
+
+    def test_without_root_a_user_namespace_is_added(self, layout, monkeypatch):
+        monkeypatch.setattr(os, "geteuid", lambda: 1000)
+        assert "--unshare-user" in sandbox.sandbox_argv(layout.slot, layout.course, None)
+
+    def test_as_root_no_user_namespace(self, layout, monkeypatch):
+        monkeypatch.setattr(os, "geteuid", lambda: 0)
+        assert "--unshare-user" not in sandbox.sandbox_argv(layout.slot, layout.course, 61000)
+
+    def test_mount_points_on_the_way_to_the_slot_are_traversable(self, layout):
+        argv = sandbox.sandbox_argv(layout.slot, layout.course, None)
+        made = [argv[i + 3] for i, a in enumerate(argv)
+                if a == "--perms" and argv[i + 1] == "0755" and argv[i + 2] == "--dir"]
+        assert str(layout.slot.parent) in made
+        assert index_of(argv, "--dir", str(layout.slot.parent)) < index_of(argv, "--bind")
+
+
+class TestSlotUid:
+
+    def test_not_sandboxed_runs_as_the_grader(self, tmp_path, monkeypatch):
+        monkeypatch.setattr(os, "geteuid", lambda: 0)
+        assert sandbox.Slot(2, tmp_path, tmp_path / "course", sandboxed=False).uid is None
+
+    def test_sandboxed_as_root_gets_a_uid_of_its_own(self, tmp_path, monkeypatch):
+        monkeypatch.setattr(os, "geteuid", lambda: 0)
+        monkeypatch.setattr(sandbox.shutil, "which", lambda name: f"/usr/bin/{name}")
+        assert sandbox.Slot(2, tmp_path, tmp_path / "course", sandboxed=True).uid == sandbox.SLOT_UID_BASE + 2
+
+    def test_sandboxed_without_root_keeps_the_graders_uid(self, tmp_path, monkeypatch):
+        monkeypatch.setattr(os, "geteuid", lambda: 1000)
+        assert sandbox.Slot(2, tmp_path, tmp_path / "course", sandboxed=True).uid is None
+
+
+# ---------------------------------------------------------------------------------------------
+# the slot's scratch folder
+
+@pytest.fixture
+def slot(tmp_path):
+    s = sandbox.Slot(0, tmp_path, tmp_path / "course", sandboxed=False)
+    s.dir.mkdir()
+    return s
+
+
+def everything_under(folder: Path) -> set[str]:
+    return {str(p.relative_to(folder)) for p in folder.rglob("*")}
+
+
+class TestPutFiles:
+
+    def test_files_land_in_the_slot_folder_with_subfolders(self, slot):
+        slot.put_files({"a1.ipynb": b"{}", "data/train/x.csv": b"1,2\n", ".hidden": b"h"})
+        assert (slot.dir / "a1.ipynb").read_bytes() == b"{}"
+        assert (slot.dir / "data" / "train" / "x.csv").read_bytes() == b"1,2\n"
+        assert (slot.dir / ".hidden").read_bytes() == b"h"
+
+    @pytest.mark.parametrize("rel", ["../escape.txt", "data/../../escape.txt", "../slot0-sibling/escape.txt"])
+    def test_paths_climbing_out_are_ignored(self, slot, tmp_path, rel):
+        before = everything_under(tmp_path)
+        slot.put_files({rel: b"pwned", "ok.txt": b"fine"})
+        assert everything_under(tmp_path) - before == {"slot0/ok.txt"}
+
+    def test_absolute_path_is_ignored(self, slot, tmp_path):
+        target = tmp_path / "outside" / "abs.txt"
+        slot.put_files({str(target): b"pwned"})
+        assert not target.exists() and not (tmp_path / "outside").exists()
+        assert everything_under(slot.dir) == set()
+
+    def test_path_through_a_symlink_out_is_ignored(self, slot, tmp_path):
+        outside = tmp_path / "outside"
+        outside.mkdir()
+        (slot.dir / "link").symlink_to(outside)
+        slot.put_files({"link/x.txt": b"pwned"})
+        assert list(outside.iterdir()) == []
+
+    def test_dots_that_stay_inside_are_allowed(self, slot):
+        slot.put_files({"data/../kept.txt": b"1", "..dots.txt": b"2"})
+        assert (slot.dir / "kept.txt").read_bytes() == b"1"
+        assert (slot.dir / "..dots.txt").read_bytes() == b"2"
+
+    def test_the_slot_folder_itself_is_not_a_file_name(self, slot):
+        slot.put_files({".": b"x", "": b"y"})
+        assert slot.dir.is_dir() and everything_under(slot.dir) == set()
+
+
+class TestClear:
+
+    def test_clear_empties_files_subfolders_and_dotfiles(self, slot):
+        slot.put_files({"a.txt": b"a", "sub/deeper/b.txt": b"b", ".config/c": b"c", ".hidden": b"d"})
+        slot.clear()
+        assert slot.dir.is_dir() and list(slot.dir.iterdir()) == []
+
+    def test_clear_removes_symlinks_without_touching_their_targets(self, slot, tmp_path):
+        outside = tmp_path / "outside"
+        (outside / "inner").mkdir(parents=True)
+        (outside / "keep.txt").write_text("keep")
+        (outside / "inner" / "keep2.txt").write_text("keep2")
+        (slot.dir / "to-folder").symlink_to(outside)
+        (slot.dir / "to-file").symlink_to(outside / "keep.txt")
+        (slot.dir / "broken").symlink_to(tmp_path / "nowhere")
+        (slot.dir / "sub").mkdir()
+        (slot.dir / "sub" / "nested-link").symlink_to(outside)
+        slot.clear()
+        assert list(slot.dir.iterdir()) == []
+        assert (outside / "keep.txt").read_text() == "keep"
+        assert (outside / "inner" / "keep2.txt").read_text() == "keep2"
+
+    def test_clear_of_an_empty_folder_is_fine(self, slot):
+        slot.clear()
+        assert slot.dir.is_dir()
+
+
+# ---------------------------------------------------------------------------------------------
+# feedback
+
+class TestStripHiddenTracebacks:
+
+    def hidden_cell(self):
+        src = "assert f() == 1\n### BEGIN HIDDEN TESTS\nassert f(2) == 4\n### END HIDDEN TESTS"
+        return graded("test_hidden", src, outputs=[
+            stream("✓ f() == 1\n"),
+            error("CheckFailed", "f(2) returned 3. Likely mistake: off by one",
+                  ["\x1b[0;31m---------\x1b[0m", "  assert f(2) == 4  # hidden line", "CheckFailed: ..."])])
+
+    def test_hidden_test_traceback_becomes_its_last_line(self):
+        nb = notebook(self.hidden_cell())
+        nb, _ = StripHiddenTracebacks().preprocess(nb, {})
+        err = nb.cells[0].outputs[1]
+        assert err.traceback == ["CheckFailed: f(2) returned 3. Likely mistake: off by one"]
+        assert err.ename == "CheckFailed" and err.evalue.startswith("f(2) returned 3")
+
+    def test_other_outputs_of_the_hidden_cell_are_kept(self):
+        nb = notebook(self.hidden_cell())
+        nb, _ = StripHiddenTracebacks().preprocess(nb, {})
+        assert nb.cells[0].outputs[0].text == "✓ f() == 1\n"
+
+    def test_cells_without_hidden_tests_keep_their_traceback(self):
+        tb = ["Traceback...", "  assert f() == 1", "AssertionError: "]
+        visible = graded("test_f", "assert f() == 1", outputs=[error("AssertionError", "", tb)])
+        answer_cell = answer("f", "def f(:\n    pass")
+        answer_cell.outputs = [error("SyntaxError", "invalid syntax", ["  def f(:", "SyntaxError: invalid syntax"])]
+        nb = notebook(visible, answer_cell, self.hidden_cell())
+        nb, _ = StripHiddenTracebacks().preprocess(nb, {})
+        assert nb.cells[0].outputs[0].traceback == tb
+        assert nb.cells[1].outputs[0].traceback == ["  def f(:", "SyntaxError: invalid syntax"]
+
+    def test_markdown_mentioning_hidden_tests_is_untouched(self):
+        md = markdown(source="Some tests are hidden: ### BEGIN HIDDEN TESTS is how they are marked.")
+        nb = notebook(md)
+        before = copy.deepcopy(nb)
+        nb, _ = StripHiddenTracebacks().preprocess(nb, {})
+        assert nb == before
+
+
+# ---------------------------------------------------------------------------------------------
+# scoring a test cell (as nbgrader's determine_grade after IgnorePattern)
+
+class TestScoreCell:
+
+    def test_error_output_scores_zero(self):
+        res = score_cell(graded("test_f", points=3, outputs=[error("AssertionError", "f() returned 2")]))
+        assert (res.points, res.max_points, res.status) == (0.0, 3.0, "failed")
+        assert res.message == "AssertionError: f() returned 2"
+
+    def test_warning_on_stderr_is_dropped_and_scores_full(self):
+        warn = stream("/work/x.py:3: UserWarning: the given NumPy array is not writable\n  t = torch.tensor(a)\n",
+                      name="stderr")
+        cell = graded("test_f", points=2, outputs=[stream("✓ ok\n"), warn])
+        res = score_cell(cell)
+        assert (res.points, res.status) == (2.0, "passed")
+        assert [o.name for o in cell.outputs] == ["stdout"]
+        assert res.message == "✓ ok"
+
+    @pytest.mark.parametrize("text", ["/x.py:3: DeprecationWarning: old\n", "x.py:10: Warning: plain\n"])
+    def test_any_warning_category_is_dropped(self, text):
+        assert score_cell(graded("test_f", outputs=[stream(text, name="stderr")])).points == 1.0
+
+    @pytest.mark.parametrize("text", ["something went wrong\n", "UserWarning: no file and line\n",
+                                      "x.py: UserWarning: no line number\n"])
+    def test_other_stderr_scores_zero(self, text):
+        res = score_cell(graded("test_f", outputs=[stream(text, name="stderr")]))
+        assert (res.points, res.status) == (0.0, "failed")
+        assert res.message.startswith("wrote to stderr: ")
+
+    def test_warning_on_stdout_is_not_dropped(self):
+        cell = graded("test_f", outputs=[stream("x.py:3: UserWarning: printed\n")])
+        score_cell(cell)
+        assert len(cell.outputs) == 1
+
+    def test_no_outputs_scores_full_points(self):
+        res = score_cell(graded("test_f", points=4))
+        assert (res.points, res.max_points, res.status) == (4.0, 4.0, "passed")
+
+    def test_not_implemented_is_not_started(self):
+        res = score_cell(graded("test_f", points=2, outputs=[error("NotImplementedError", "")]))
+        assert (res.points, res.status) == (0.0, "not started")
+
+    def test_warning_does_not_hide_an_error(self):
+        cell = graded("test_f", outputs=[stream("x.py:1: UserWarning: w\n", name="stderr"),
+                                         error("ValueError", "bad")])
+        res = score_cell(cell)
+        assert (res.points, res.status) == (0.0, "failed")
+        assert res.message == "ValueError: bad"
