@@ -364,8 +364,11 @@ class TestRepair:
 # ---------------------------------------------------------------------------------------------
 # step 2: guard cells around the execution
 
-def fake_client(current: int | None = None, timed_out: set[int] | None = None) -> SimpleNamespace:
-    return SimpleNamespace(current=current, timed_out=timed_out or set())
+def fake_client(current: int | None = None, timed_out: set[int] | None = None,
+                failed_replies: dict[int, str] | None = None) -> SimpleNamespace:
+    """What _finish reads of a LimitedClient: the cell running at the stop, the cells that timed
+    out (and, where _finish reads it, the cells whose execute reply was not ``ok``)."""
+    return SimpleNamespace(current=current, timed_out=timed_out or set(), failed_replies=failed_replies or {})
 
 
 def guarded_nb() -> nbformat.NotebookNode:

@@ -23,6 +23,7 @@ from nbclient import NotebookClient
 from nbclient.exceptions import CellTimeoutError, DeadKernelError
 
 from ..kernel import guard
+from ..learner.cells import role
 from .sandbox import Limits, Slot, SlotError
 
 GUARD_KEY = "copy_that_guard"
@@ -52,10 +53,21 @@ class _Stop(Exception):
 
 
 class LimitedClient(NotebookClient):
-    """nbclient with an output budget enforced while the notebook runs."""
+    """nbclient that believes little of what the kernel sends.
+
+    - Every IOPub message counts against the output budget, whatever its type (streams,
+      displays, display updates, comms), and the kernel is killed when the budget is spent.
+    - The execute reply's status is kept per cell: a cell whose reply is not ``ok`` fails even
+      when no error output reached the notebook (a custom exception handler, a replaced
+      ``showtraceback``, a forged ``idle`` that ended the cell early).
+    - An IOPub timeout is an error, not the end of a cell.
+    - No frontend mimicry: comms are ignored, so no Output widget can swallow a cell's outputs.
+    """
 
     def __init__(self, nb, *, output_limit: int, on_flood, **kw):
+        kw.setdefault("raise_on_iopub_timeout", True)
         super().__init__(nb, **kw)
+        self.failed_replies: dict[int, str] = {}
         self.output_limit = output_limit
         self.output_total = 0
         self.flooded = False
@@ -78,20 +90,30 @@ class LimitedClient(NotebookClient):
             self.timed_out.add(self.current)
         return await super()._async_handle_timeout(timeout, cell)
 
-    def output(self, outs, msg, display_id, cell_index):
+    def process_message(self, msg, cell, cell_index):
         if self.flooded:
             return None
         self.output_total += len(json.dumps(msg.get("content", {}), default=str))
+        for buffer in msg.get("buffers") or []:
+            self.output_total += len(buffer)
         if self.output_total > self.output_limit:
             self.flooded = True
             self.on_flood()
             return None
-        return super().output(outs, msg, display_id, cell_index)
+        return super().process_message(msg, cell, cell_index)
+
+    def handle_comm_msg(self, outs, msg, cell_index):
+        return None
+
+    async def _check_raise_for_error(self, cell, cell_index, exec_reply):
+        status = (exec_reply or {}).get("content", {}).get("status", "missing")
+        if status != "ok":
+            self.failed_replies[cell_index] = status
+        return await super()._check_raise_for_error(cell, cell_index, exec_reply)
 
 
 def add_guards(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
     """Insert the guard's install cell first and a restore cell before every test cell."""
-    from ..learner.cells import role
 
     def guard_cell(source: str) -> nbformat.NotebookNode:
         cell = nbformat.v4.new_code_cell(source)
@@ -113,7 +135,8 @@ def _error(ename: str, evalue: str) -> nbformat.NotebookNode:
 
 def _finish(nb: nbformat.NotebookNode, client: LimitedClient | None, stop_reason: str | None,
             problems: list[str], flags: list[str]) -> None:
-    """Mark unfinished cells, read and drop the guard cells."""
+    """Mark failed and unfinished cells, read and drop the guard cells."""
+
     guards_seen = 0
     guard_cells = 0
     for index, cell in enumerate(nb.cells):
@@ -135,6 +158,17 @@ def _finish(nb: nbformat.NotebookNode, client: LimitedClient | None, stop_reason
                                 flags.append("the guard's report was garbled")
             continue
         ran = cell.get("execution_count") is not None or cell.get("outputs")
+        outputs = cell.get("outputs", [])
+        if client is not None and index in client.failed_replies and role(cell).is_test \
+                and not any(o.output_type == "error" for o in outputs):
+            outputs.append(_error("FailedWithoutError", f"the kernel replied {client.failed_replies[index]!r} "
+                                  "to this test cell but showed no error (the error display was tampered with)"))
+            if "error display tampered with" not in flags:
+                flags.append("error display tampered with")
+        if role(cell).is_test and any(o.output_type == "error" for o in outputs):
+            # nbgrader scores the first result or error it meets: a result shown before the error
+            # must not turn a failed test into points
+            cell.outputs = sorted(outputs, key=lambda o: o.output_type != "error")
         if client is not None and index in client.timed_out:
             cell.outputs.append(_error("CellTimeout", "the cell ran past its time limit and was interrupted"))
         if stop_reason and (not ran or index == (client.current if client else None)):
