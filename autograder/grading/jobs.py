@@ -136,26 +136,32 @@ def _error(ename: str, evalue: str) -> nbformat.NotebookNode:
 def _finish(nb: nbformat.NotebookNode, client: LimitedClient | None, stop_reason: str | None,
             problems: list[str], flags: list[str]) -> None:
     """Mark failed and unfinished cells, read and drop the guard cells."""
-
-    guards_seen = 0
+    guards_seen = 0      # restore cells that reported (each counts once, however often it printed)
     guard_cells = 0
+
+    def flag(text: str) -> None:
+        if text not in flags:
+            flags.append(text)
+
     for index, cell in enumerate(nb.cells):
         if cell.cell_type != "code":
             continue
         if cell.metadata.get(GUARD_KEY):
             guard_cells += cell.source == guard.RESTORE_SOURCE
-            for o in cell.get("outputs", []):
-                if o.output_type == "stream" and guard.MARK in o.get("text", ""):
-                    guards_seen += 1
-                    for line in o.text.splitlines():
-                        if line.startswith(guard.MARK):
-                            try:
-                                for name in json.loads(line[len(guard.MARK):]):
-                                    flag = f"changed {name}"
-                                    if flag not in flags:
-                                        flags.append(flag)
-                            except ValueError:
-                                flags.append("the guard's report was garbled")
+            reports = [line[len(guard.MARK):] for o in cell.get("outputs", [])
+                       if o.output_type == "stream" and o.get("name") == "stdout"
+                       for line in o.get("text", "").splitlines() if line.startswith(guard.MARK)]
+            guards_seen += bool(reports)
+            for report in reports:
+                try:
+                    names = json.loads(report)
+                except ValueError:
+                    names = None
+                if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+                    flag("the guard's report was garbled")
+                    continue
+                for name in names:
+                    flag(f"changed {name}")
             continue
         ran = cell.get("execution_count") is not None or cell.get("outputs")
         outputs = cell.get("outputs", [])

@@ -146,9 +146,8 @@ def read_notebook(path: Path) -> tuple[nbformat.NotebookNode | None, str | None]
         return None, f"{path.name} is not a notebook (no cells)"
     for cell in nb.cells:
         if not isinstance(cell, dict) or cell.get("cell_type") not in ("code", "markdown", "raw") \
-                or not isinstance(cell.get("source", ""), str):
+                or not isinstance(cell.get("source"), str):
             return None, f"{path.name} has malformed cells"
-        cell.setdefault("metadata", {})
         if cell.cell_type == "code":
             cell.setdefault("outputs", [])
             cell.setdefault("execution_count", None)
