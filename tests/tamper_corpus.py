@@ -18,6 +18,9 @@ from harness import submission
 
 FULL = 12.0
 SHARES_WRONG = "def shares_memory(a, b):\n    return a is b\n"   # loses the 3 points of shares_memory
+# what a planted startup file or kernel config would do: leave a mark in the working folder
+PLANT = "open('planted-ran.txt', 'w').write('yes')\n"
+PLANT_CONFIG = "c = get_config()\nc.InteractiveShellApp.exec_lines = [\"open('planted-ran.txt', 'w').write('yes')\"]\n"
 
 
 @dataclass
@@ -30,6 +33,7 @@ class Case:
     flag: str | None = None                   # text one of the flags must contain
     problem: str | None = None                # text one of the problems must contain
     extra: Callable[[object, dict], None] | None = None
+    files: dict[str, str] | None = None       # other files in the submission folder: path -> text
 
 
 def ref(**replace: str) -> nbformat.NotebookNode:
@@ -242,6 +246,14 @@ get_ipython().showtraceback = lambda *args, **kwargs: None
 def shares_memory(a, b):
     return a is b
 """), FULL - 3, flag="error display tampered with"),
+    Case("planted-config", "ships IPython startup files and kernel configs that would mark their run",
+         lambda ctx: with_code(after="import os\nprint('PLANTED RAN' if os.path.exists('planted-ran.txt') else 'clean')"),
+         FULL, extra=lambda r, ctx: _planted_did_not_run(r),
+         files={".ipython/profile_default/startup/00-plant.py": PLANT,
+                ".ipython/profile_default/ipython_kernel_config.py": PLANT_CONFIG,
+                "ipython_kernel_config.py": PLANT_CONFIG, "ipython_config.py": PLANT_CONFIG,
+                ".jupyter/jupyter_config.py": PLANT_CONFIG, "sitecustomize.py": PLANT,
+                "usercustomize.py": PLANT}),
     Case("fake-tick", "prints a fake \u2713 line next to a wrong answer",
          lambda ctx: ref(shares_memory="""
 import sys
@@ -250,6 +262,13 @@ def shares_memory(a, b):
     return a is b
 """), FULL - 3),
 ]
+
+
+
+
+def _planted_did_not_run(result) -> None:
+    out = _output_of(result, "shares_memory")
+    assert "clean" in out and "PLANTED RAN" not in out, out
 
 
 def _no(text: str, output: str) -> None:

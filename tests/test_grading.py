@@ -70,7 +70,10 @@ def corpus(tmp_path_factory):
     listener = _Listener()
     ctx = {"root": root, "port": listener.port, "marker": str(4000 + uuid.uuid4().int % 1000)}
     for case in CASES:
-        submit(root, "a1_views", case.name, case.build(ctx))
+        path = submit(root, "a1_views", case.name, case.build(ctx))
+        for rel, text in (case.files or {}).items():
+            (path.parent / rel).parent.mkdir(parents=True, exist_ok=True)
+            (path.parent / rel).write_text(text)
         # graded right after the attacker (students go in name order): nothing may carry over
         submit(root, "a1_views", case.name + VICTIM, submission("a1_views"))
     config_before = (root / "nbgrader_config.py").read_bytes()

@@ -97,17 +97,29 @@ def _kernel_child(request: dict) -> None:
         signal.signal(signal.SIGINT, signal.default_int_handler)
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-        os.chdir(request["cwd"])
-        os.environ["HOME"] = request["cwd"]
+        import tempfile
+
+        cwd = request["cwd"]
+        os.environ["HOME"] = cwd
         os.environ.pop("JPY_PARENT_PID", None)
         _apply_limits(request.get("limits", {}))
+        # IPython's and Jupyter's configuration come from a folder made now, under a random name:
+        # a submission's .ipython/ (startup files, profiles) or .jupyter/ is never read
+        config_dir = tempfile.mkdtemp(prefix=".kernel-config-", dir=cwd)
+        for var in ("IPYTHONDIR", "JUPYTER_CONFIG_DIR", "JUPYTER_DATA_DIR"):
+            os.environ[var] = config_dir
+        os.environ.pop("JUPYTER_PATH", None)
+        os.environ.pop("JUPYTER_CONFIG_PATH", None)
         sys.stdin = open(os.devnull)
         sys.argv = ["ipykernel_launcher", "-f", request["connection_file"]]
-        sys.path[0:0] = [request["cwd"]] if request["cwd"] not in sys.path else []
         from ipykernel.kernelapp import IPKernelApp
 
+        # IPython also reads ipython_kernel_config.py from the working folder: initialize from /
+        os.chdir("/")
         app = IPKernelApp.instance()
         app.initialize(sys.argv[1:])
+        os.chdir(cwd)
+        sys.path[0:0] = [cwd] if cwd not in sys.path else []
         app.start()
     finally:
         os._exit(0)
