@@ -290,12 +290,44 @@ def check_equal(actual: Any, expected: Any, what: str = "the result",
         return
     if _type(actual) is not exp_type:
         _fail(f"{what} is a {_type_name(actual)} ({_safe_repr(actual)})", f"a {exp_type.__name__} ({expected!r})", hint)
-    if exp_type in (set, frozenset):
-        for item in actual:
-            if _type(item) not in (str, _int, _float, _bool):
-                _fail(f"{what} holds a {_type_name(item)}", "plain values", hint)
+    odd = _shape_problem(actual, expected)
+    if odd:
+        _fail(f"{what} holds {odd}", "the same kinds of values all the way down", hint)
     if not (expected == actual):
         _fail(f"{what} is {_safe_repr(actual)}", f"{expected!r}", hint)
+
+
+_PLAIN = (str, _int, _float, _bool, type(None))
+
+
+def _shape_problem(actual: Any, expected: Any, depth: int = 0) -> str | None:
+    """What inside ``actual`` differs in exact type from the same place in ``expected`` (None if
+    nothing): ``==`` on containers asks each element, so an element whose ``__eq__`` lies (or a
+    tensor) must not get that far."""
+    if _type(actual) is not _type(expected):
+        return f"a {_type_name(actual)} where {_type(expected).__name__} was expected"
+    if depth > 50:
+        return "values nested more than 50 deep"
+    kind = _type(expected)
+    if kind in (list, tuple):
+        for a, e in zip(actual, expected):
+            problem = _shape_problem(a, e, depth + 1)
+            if problem:
+                return problem
+    elif kind is dict:
+        for key in list(actual):
+            if _type(key) not in _PLAIN:
+                return f"a {_type_name(key)} key"
+        for key in expected:
+            if key in actual:
+                problem = _shape_problem(actual[key], expected[key], depth + 1)
+                if problem:
+                    return problem
+    elif kind in (set, frozenset):
+        for item in actual:
+            if _type(item) not in _PLAIN:
+                return f"a {_type_name(item)}"
+    return None
 
 
 def _safe_repr(obj: Any) -> str:
