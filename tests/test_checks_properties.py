@@ -26,7 +26,7 @@ from typing import Any, Callable
 import numpy as np
 import pytest
 import torch
-from hypothesis import HealthCheck, Phase, assume, given, settings
+from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 from autograder.kernel import checks as ck
@@ -125,27 +125,38 @@ def values_close_ref(actual: torch.Tensor, expected: torch.Tensor, atol: float, 
 FLOAT_SPECIALS = [0.0, -0.0, 1.0, -1.0, 1e-7, 1e30, -1e30, math.inf, -math.inf, math.nan]
 
 
-def element_strategy(dtype: torch.dtype, nan: bool = True, inf: bool = True) -> st.SearchStrategy:
-    """Python values representable exactly in ``dtype`` (floats include the special values)."""
+def element_strategy(dtype: torch.dtype) -> st.SearchStrategy:
+    """Python values representable exactly in ``dtype``."""
     if dtype is BOOL:
         return st.booleans()
     if dtype in (I32, I64):
         return st.integers(-50, 50)
     if dtype is C64:
         return st.complex_numbers(max_magnitude=1e3, width=64, allow_nan=False, allow_infinity=False)
-    specials = [v for v in FLOAT_SPECIALS
-                if (nan or not math.isnan(v)) and (inf or not math.isinf(v))]
-    return st.one_of(st.floats(-1e4, 1e4, width=32), st.sampled_from(specials))
+    return st.floats(-1e4, 1e4, width=32)
 
 
 @st.composite
 def value_tensors(draw: st.DrawFn, shape: tuple[int, ...], dtype: torch.dtype,
                   nan: bool = True, inf: bool = True) -> torch.Tensor:
-    """A tensor of ``shape`` filled from a small drawn pool of values (cheap for 625 elements)."""
-    pool = draw(st.lists(element_strategy(dtype, nan, inf), min_size=1, max_size=6))
+    """A tensor of ``shape`` filled from a small drawn pool of values (cheap for 625 elements).
+
+    For float dtypes the pool starts with up to three special values (0, -0, 1e30, inf, NaN...);
+    every pool value lands in the tensor when it has room for them all.
+    """
+    pool: list = []
+    if dtype.is_floating_point:
+        specials = [v for v in FLOAT_SPECIALS
+                    if (nan or not math.isnan(v)) and (inf or not math.isinf(v))]
+        pool = draw(st.lists(st.sampled_from(specials), max_size=3))
+    pool += draw(st.lists(element_strategy(dtype), min_size=1, max_size=4))
     g = torch.Generator().manual_seed(draw(st.integers(0, 2**16)))
-    idx = torch.randint(len(pool), shape, generator=g)
-    return torch.tensor(pool, dtype=dtype)[idx]
+    n = math.prod(shape)
+    idx = torch.randint(len(pool), (n,), generator=g)
+    k = min(n, len(pool))
+    idx[:k] = torch.arange(k)
+    idx = idx[torch.randperm(n, generator=g)]
+    return torch.tensor(pool, dtype=dtype)[idx].reshape(shape)
 
 
 def seeded_mask(draw: st.DrawFn, shape: tuple[int, ...]) -> torch.Tensor:
@@ -963,14 +974,17 @@ def test_check_grad_accepts_a_nan_gradient_equal_to_the_expected_one(shape, dtyp
 # Plain values: check_equal
 # ---------------------------------------------------------------------------------------------
 
-plain_items = st.one_of(st.integers(-3, 3), st.text(alphabet="ab", max_size=2))
+plain_items = st.one_of(st.integers(-1, 2), st.booleans(), st.none(), st.text(alphabet="ab", max_size=2))
+nested = st.recursive(plain_items, lambda inner: st.one_of(st.lists(inner, max_size=3),
+                                                           st.lists(inner, max_size=3).map(tuple)),
+                      max_leaves=6)
 plain_values = st.one_of(
     st.none(), st.booleans(), st.integers(-3, 3), st.text(alphabet="ab", max_size=2),
     # a NaN expectation can never pass (math.isclose(nan, nan) is False): only finite and inf
-    st.floats(allow_nan=False, width=64), st.sampled_from([0.0, 1.0, 0.1 + 0.2, 1e6]),
-    st.lists(plain_items, max_size=3), st.lists(plain_items, max_size=3).map(tuple),
+    st.floats(allow_nan=False), st.sampled_from([0.0, 1.0, 0.1 + 0.2, 1e6]),
+    st.lists(nested, max_size=3), st.lists(nested, max_size=3).map(tuple),  # [True] is not [1]
     st.sets(plain_items, max_size=3), st.frozensets(plain_items, max_size=3),
-    st.dictionaries(st.text(alphabet="ab", max_size=2), st.integers(-3, 3), max_size=2),
+    st.dictionaries(st.text(alphabet="ab", max_size=2), nested, max_size=2),
 )
 
 
@@ -995,16 +1009,30 @@ def retyped(value: Any) -> Any:
     return str(value)
 
 
-def check_equal_ref(actual: Any, expected: Any) -> bool:
-    """The spec of check_equal: the exact type of ``expected``, then a tolerance for floats and
-    ``==`` otherwise; set members must be plain values."""
+PLAIN_TYPES = (str, int, float, bool, type(None))
+
+
+def same_kinds_ref(actual: Any, expected: Any) -> bool:
+    """Exact types agree all the way down: element by element in lists and tuples, value by
+    value under the keys both dicts hold; set members and dict keys are plain values."""
     if type(actual) is not type(expected):
         return False
+    if type(expected) in (list, tuple):
+        return all(same_kinds_ref(a, e) for a, e in zip(actual, expected))
+    if type(expected) is dict:
+        return (all(type(k) in PLAIN_TYPES for k in actual)
+                and all(same_kinds_ref(actual[k], expected[k]) for k in expected if k in actual))
+    if type(expected) in (set, frozenset):
+        return all(type(i) in PLAIN_TYPES for i in actual)
+    return True
+
+
+def check_equal_ref(actual: Any, expected: Any) -> bool:
+    """The spec of check_equal: the exact type of ``expected`` (all the way down), then a
+    tolerance for a float and ``==`` otherwise."""
     if type(expected) is float:
-        return math.isclose(actual, expected, rel_tol=ck.RTOL, abs_tol=ck.ATOL)
-    if type(expected) in (set, frozenset) and any(type(i) not in (str, int, float, bool) for i in actual):
-        return False
-    return actual == expected
+        return type(actual) is float and math.isclose(actual, expected, rel_tol=ck.RTOL, abs_tol=ck.ATOL)
+    return same_kinds_ref(actual, expected) and actual == expected
 
 
 @PROPERTY
@@ -1016,18 +1044,31 @@ def test_check_equal_passes_exactly_for_an_equal_value_of_the_exact_type(data, e
         actual = data.draw(plain_values)
     elif mode == "retyped":
         actual = retyped(expected)
-    elif type(expected) is float:  # just inside or outside the tolerance, or NaN
-        k = data.draw(st.sampled_from([0.5, 0.999, 1.001, 2.0, math.nan]))
-        actual = expected + k * max(ck.RTOL * abs(expected), ck.ATOL)
-    else:
+    else:  # an int one off, or another drawn value (floats: the next test)
         actual = expected + 1 if type(expected) is int else data.draw(plain_values)
     msg = outcome(check_equal_ref(actual, expected), ck.check_equal, actual, expected, what)
     if msg is None:
         return
     if type(actual) is not type(expected):
         assert f"{what} is a {type_name(actual)}" in msg
+    elif not same_kinds_ref(actual, expected):
+        assert f"{what} holds a " in msg and "expected the same kinds of values all the way down" in msg
     else:
         assert f"{what} is {actual!r}" in msg and f"expected {expected!r}" in msg
+
+
+@PROPERTY
+@given(st.one_of(st.floats(allow_nan=False), st.floats(-10, 10), st.sampled_from([0.0, 1e-6, 0.3, 1e6])),
+       st.sampled_from([1.0, -1.0]), names)
+def test_check_equal_compares_floats_with_the_rel_and_abs_tolerance_of_math_isclose(expected, sign, what):
+    rel, abs_ = ck.RTOL * abs(expected), ck.ATOL
+    for scale in (rel, abs_, max(rel, abs_)):  # each tolerance on its own, and the one that counts
+        for k in (0.0, 0.5, 0.999, 1.001, 2.0, math.nan, math.inf):
+            actual = expected + sign * k * scale  # k = nan or inf: never close (0 * inf is NaN)
+            close = math.isclose(actual, expected, rel_tol=ck.RTOL, abs_tol=ck.ATOL)
+            msg = outcome(close, ck.check_equal, actual, expected, what)
+            if msg is not None:
+                assert f"{what} is {actual!r}; expected {expected!r}" in msg
 
 
 class AlwaysEqual:
@@ -1047,15 +1088,20 @@ def test_check_equal_rejects_a_set_holding_a_non_plain_member(items, kind, what)
     assert f"{what} holds a {type_name(intruder)}" in msg
 
 
-@DEFECT
+@PROPERTY
 @given(st.lists(st.integers(-3, 3), min_size=1, max_size=3), st.data(),
-       st.sampled_from(["list", "tuple", "dict"]), st.sampled_from(["tensor", "liar"]))
-def test_check_equal_rejects_a_container_holding_a_tensor_or_a_liar(expected, data, kind, intruder):
+       st.sampled_from(["list", "tuple", "dict"]), st.sampled_from(["tensor", "liar", "bool", "nested"]),
+       names)
+def test_check_equal_rejects_a_container_holding_a_tensor_a_liar_or_another_type(
+        expected, data, kind, intruder, what):
+    """Found by this file: check_equal([torch.tensor(2)], [2]) used to pass (fixed in checks.py)."""
     i = data.draw(st.integers(0, len(expected) - 1))
     actual = list(expected)
-    actual[i] = torch.tensor(expected[i]) if intruder == "tensor" else AlwaysEqual()
+    actual[i] = {"tensor": lambda v: torch.tensor(v), "liar": lambda v: AlwaysEqual(),
+                 "bool": lambda v: bool(v), "nested": lambda v: [v]}[intruder](expected[i])
     if kind == "tuple":
         expected, actual = tuple(expected), tuple(actual)
     elif kind == "dict":
         expected, actual = dict(enumerate(expected)), dict(enumerate(actual))
-    fails(ck.check_equal, actual, expected)
+    msg = fails(ck.check_equal, actual, expected, what)
+    assert f"{what} holds a {type_name(actual[i])} where int was expected" in msg
