@@ -66,6 +66,9 @@ class LimitedClient(NotebookClient):
 
     def __init__(self, nb, *, output_limit: int, on_flood, **kw):
         kw.setdefault("raise_on_iopub_timeout", True)
+        # how long after a cell's reply its last outputs may take: generous, since a timeout now
+        # stops the notebook (nbclient's 4 s could cut off an honest cell on a loaded machine)
+        kw.setdefault("iopub_timeout", 30)
         super().__init__(nb, **kw)
         self.failed_replies: dict[int, str] = {}
         self.output_limit = output_limit
