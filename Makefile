@@ -8,7 +8,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 PORT   ?= 8888
-JOBS   ?= 3   # pytest workers: three keep two cores busy while some tests wait on servers and kernels
+JOBS   ?= 2
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 .PHONY: setup lab test exercises lectures check-exercises doctor system-deps test-deps bench clean site handout
