@@ -35,11 +35,13 @@ from autograder.kernel import checks as ck
 # calls are slow), at most 60 examples per property.
 PROPERTY = settings(max_examples=60, deadline=None, derandomize=True, database=None,
                     suppress_health_check=[HealthCheck.too_slow])
+# Properties that compare eight variants per example (values, gradients) need fewer examples.
+LOOPED = settings(PROPERTY, max_examples=40)
 # The xfail properties only need one counterexample: fewer examples and no shrinking.
 # A defect shows as pytest.raises' "DID NOT RAISE" (or the named exception), never as a
 # failed sanity assertion, which would make the xfail pass for the wrong reason.
 DID_NOT_RAISE = pytest.fail.Exception
-DEFECT = settings(PROPERTY, max_examples=15, phases=[Phase.explicit, Phase.generate])
+DEFECT = settings(PROPERTY, max_examples=10, phases=[Phase.explicit, Phase.generate])
 
 F32, F64, I64, I32, BOOL, C64 = (torch.float32, torch.float64, torch.int64, torch.int32,
                                  torch.bool, torch.complex64)
@@ -808,7 +810,7 @@ def assert_close_outcome(actual: torch.Tensor, exp_arg: Any, what: str, atol: fl
         assert f"(within atol={a_tol:g})" in msg
 
 
-@PROPERTY
+@LOOPED
 @given(st.data(), shapes, st.sampled_from(FLOAT_DTYPES), tolerances, tolerances, names)
 def test_check_close_passes_exactly_when_every_value_is_within_tolerance(
         data, shape, dtype, atol, rtol, what):
@@ -823,7 +825,7 @@ def test_check_close_passes_exactly_when_every_value_is_within_tolerance(
         assert_close_outcome(actual, exp_arg, what, atol, rtol, check_dtype=True)
 
 
-@PROPERTY
+@LOOPED
 @given(st.data(), shapes, st.sampled_from(REAL_DTYPES), st.sampled_from(REAL_DTYPES), tolerances,
        tolerances, names)
 def test_check_close_without_check_dtype_compares_values_across_dtypes(
@@ -901,7 +903,7 @@ def test_check_close_fails_a_meta_tensor_with_check_failed(shape, dtype):
 # Gradients: check_grad
 # ---------------------------------------------------------------------------------------------
 
-@PROPERTY
+@LOOPED
 @given(st.data(), shapes, st.sampled_from(FLOAT_DTYPES), tolerances, tolerances, names)
 def test_check_grad_passes_exactly_when_the_gradient_is_within_tolerance(
         data, shape, dtype, atol, rtol, what):
