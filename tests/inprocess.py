@@ -19,7 +19,7 @@ import sys
 import time
 from pathlib import Path
 
-CELL_LIMIT = 120   # seconds for a whole notebook: a runaway answer is killed, its cells get no output
+NOTEBOOK_LIMIT = 120   # seconds for a whole notebook: a runaway answer is killed, its cells get no output
 
 
 class _Stream(io.TextIOBase):
@@ -121,7 +121,7 @@ def main(jobs: Path) -> int:
             running.pop(pid, None)
             continue
         for pid, (path, started) in list(running.items()):
-            if time.monotonic() - started > CELL_LIMIT:
+            if time.monotonic() - started > NOTEBOOK_LIMIT:
                 os.kill(pid, 9)
         time.sleep(0.002)
     return 0
