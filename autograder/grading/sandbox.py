@@ -312,7 +312,6 @@ class _ForkedKernel:
         return self.returncode
 
     def wait(self, timeout: float | None = None) -> int:
-
         deadline = None if timeout is None else time.monotonic() + timeout
         while self.poll() is None:
             if deadline is not None and time.monotonic() > deadline:
