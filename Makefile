@@ -10,6 +10,11 @@ STAMP  := $(VENV)/.installed
 PORT   ?= 8888
 JOBS   ?= 2
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+# The environment is installed by uv (pinned here), from requirements.txt: several times faster
+# than pip on a fresh machine.  uv does not read pip's configuration, so a wheel folder pip is
+# configured to look in (`find-links`) is handed to it.
+UV_VERSION := 0.13.9
+FIND_LINKS ?= $(shell $(PYTHON) -m pip config get global.find-links 2>/dev/null)
 
 .PHONY: setup lab test exercises lectures check-exercises doctor system-deps test-deps bench clean site handout
 
@@ -19,9 +24,10 @@ $(STAMP): requirements.txt pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11))' || \
 	  { echo "The course is pinned to Python 3.11; found $$($(PYTHON) --version). Set PYTHON=/path/to/python3.11."; exit 1; }
 	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet --no-deps -r requirements.txt
-	$(PY) -m pip install --quiet --no-deps --no-build-isolation -e .
+	$(PY) -m pip install --quiet uv==$(UV_VERSION)
+	$(VENV)/bin/uv pip install --quiet --python $(PY) --no-deps --compile-bytecode \
+	  $(foreach d,$(FIND_LINKS),--find-links $(d)) -r requirements.txt
+	$(VENV)/bin/uv pip install --quiet --python $(PY) --no-deps --no-build-isolation -e .
 	@touch $@
 
 # Graphviz's `dot` draws the diagrams.  Installed with apt-get when we are root and it is
