@@ -42,3 +42,27 @@ c.GenerateFeedback.preprocessors = [
 _bindir = os.path.dirname(sys.executable)
 if _bindir not in os.environ.get("PATH", "").split(os.pathsep):
     os.environ["PATH"] = _bindir + os.pathsep + os.environ.get("PATH", "")
+
+# Student code runs in the grading sandbox, whoever starts the grading: `nbgrader autograde`
+# from this folder, the formgrader's Autograde button, or `python -m autograder grade`.
+# nbgrader's own list, with its Execute replaced by the sandboxed one.
+c.Autograde.autograde_preprocessors = [
+    "autograder.grading.execute.SandboxedExecute",
+    "nbgrader.preprocessors.IgnorePattern",
+    "nbconvert.preprocessors.ClearMetadataPreprocessor",
+    "nbgrader.preprocessors.LimitOutput",
+    "nbgrader.preprocessors.SaveAutoGrades",
+    "nbgrader.preprocessors.AssignLatePenalties",
+    "nbgrader.preprocessors.CheckCellMetadata",
+]
+
+# nbgrader's sanitizing steps, with OverwriteCells replaced by one that grades a submission
+# whatever graded cells it lost (nbgrader's own raises KeyError when a deleted test cell
+# followed a deleted answer).
+c.Autograde.sanitize_preprocessors = [
+    "nbgrader.preprocessors.ClearOutput",
+    "nbgrader.preprocessors.DeduplicateIds",
+    "nbgrader.preprocessors.OverwriteKernelspec",
+    "autograder.grading.cells.RestoreMissingCells",
+    "nbgrader.preprocessors.CheckCellMetadata",
+]

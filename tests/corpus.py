@@ -109,9 +109,9 @@ def grade_with_the_course_grader(root, subs_by_assignment) -> dict[str, Graded]:
     for assignment, subs in subs_by_assignment.items():
         for student, nb in subs.items():
             submit(root, assignment, student, nb)
-    with SlotPool(2, root, sandboxed=bwrap_path() is not None) as pool:
+    with SlotPool(1, sandboxed=bwrap_path() is not None) as pool:
         for assignment in subs_by_assignment:
-            Grader(root, assignment, jobs=2, pool=pool, log=lambda m: None).run()
+            Grader(root, assignment, jobs=1, pool=pool, log=lambda m: None).run()
     return {a: read_grades(root, a, subs) for a, subs in subs_by_assignment.items()}
 
 

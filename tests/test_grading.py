@@ -165,15 +165,48 @@ def course(tmp_path_factory):
 
 
 def test_grading_without_bubblewrap_warns_and_can_refuse(course, monkeypatch):
-    import autograder.grading.runner as runner
+    import autograder.grading.sandbox as sandbox
 
     root = course
-    monkeypatch.setattr(runner, "bwrap_path", lambda: None)
+    monkeypatch.setattr(sandbox, "bwrap_path", lambda: None)
     messages = []
     Grader(root, "a1_views", log=messages.append)
-    assert messages and "WITHOUT a sandbox" in messages[0]
+    assert messages and "WITHOUT a sandbox" in messages[0] and "not installed" in messages[0]
     with pytest.raises(GradingError, match="--require-sandbox"):
         Grader(root, "a1_views", require_sandbox=True, log=messages.append)
+
+
+def test_a_bwrap_that_cannot_make_namespaces_is_no_sandbox_and_its_own_message_is_shown(course, tmp_path,
+                                                                                         monkeypatch):
+    """bwrap on PATH is not enough (containers, Ubuntu's AppArmor rule): a real sandbox is started
+    first, and bubblewrap's own error reaches the user."""
+    import autograder.grading.sandbox as sandbox
+
+    fake = tmp_path / "bwrap"
+    fake.write_text("#!/bin/sh\necho 'bwrap: No permissions to create new namespace' >&2\nexit 1\n")
+    fake.chmod(0o755)
+    monkeypatch.setattr(sandbox, "bwrap_path", lambda: str(fake))
+    assert "No permissions to create new namespace" in sandbox.probe()
+    messages = []
+    Grader(course, "a1_views", log=messages.append)
+    assert "No permissions to create new namespace" in messages[0] and "WITHOUT a sandbox" in messages[0]
+    with pytest.raises(GradingError, match="No permissions to create new namespace"):
+        Grader(course, "a1_views", require_sandbox=True, log=messages.append)
+
+
+def test_a_slot_that_cannot_start_says_what_bubblewrap_printed(tmp_path, monkeypatch):
+    import autograder.grading.sandbox as sandbox
+
+    fake = tmp_path / "bwrap"
+    fake.write_text("#!/bin/sh\necho 'bwrap: setting up uid map: Permission denied' >&2\nexit 1\n")
+    fake.chmod(0o755)
+    monkeypatch.setattr(sandbox, "bwrap_path", lambda: str(fake))
+    slot = sandbox.Slot(0, tmp_path, sandboxed=True)
+    try:
+        with pytest.raises(sandbox.SlotError, match="setting up uid map: Permission denied"):
+            slot.start(timeout=30)
+    finally:
+        slot.release()
 
 
 def test_grading_an_unknown_assignment_says_what_to_do(course):

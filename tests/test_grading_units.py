@@ -11,6 +11,7 @@ from __future__ import annotations
 import copy
 import json
 import os
+import subprocess
 import sys
 from pathlib import Path
 from types import SimpleNamespace
@@ -585,41 +586,57 @@ def index_of(argv: list[str], *seq: str) -> int:
 class TestSandboxArgv:
 
     def test_starts_with_bwrap_and_isolates(self, layout):
-        argv = sandbox.sandbox_argv(layout.slot, layout.course, None)
+        argv = sandbox.sandbox_argv(layout.slot, None)
         assert argv[0] == "/usr/bin/bwrap"
         for option in ("--die-with-parent", "--unshare-pid", "--unshare-net", "--new-session"):
             assert option in argv
 
-    def test_course_tmp_home_and_home_folder_are_hidden(self, layout):
-        tmpfs = values_of(sandbox.sandbox_argv(layout.slot, layout.course, None), "--tmpfs")
-        assert str(layout.course.resolve()) in tmpfs
-        assert "/tmp" in tmpfs
-        assert str(layout.home.resolve()) in tmpfs
-        if Path("/home").exists():
-            assert "/home" in tmpfs
+    def test_only_an_allow_list_of_host_paths_is_mounted(self, layout):
+        argv = sandbox.sandbox_argv(layout.slot, None)
+        bound = [src for src, dest in pairs_of(argv, "--ro-bind")]
+        assert "/" not in bound, "the host's root is never mounted whole"
+        allowed = set(sandbox.SYSTEM_PATHS) | {str(p) for p in sandbox.visible_paths()}
+        assert set(bound) <= allowed, set(bound) - allowed
+        for src, dest in pairs_of(argv, "--ro-bind"):
+            assert src == dest
+        for secret in (layout.course, layout.home, Path("/srv"), Path("/var"), Path("/run"), Path("/home"),
+                       Path("/opt"), Path("/mnt")):
+            covering = [b for b in bound if Path(b) == secret.resolve() or Path(b) in secret.resolve().parents]
+            assert not covering, f"{secret} is visible through {covering}"
 
-    def test_slot_folder_is_bound_read_write_after_the_hiding(self, layout):
-        argv = sandbox.sandbox_argv(layout.slot, layout.course, None)
+    def test_visible_paths_are_the_interpreter_the_environment_and_this_package(self):
+        import autograder
+
+        visible = sandbox.visible_paths()
+        package = Path(autograder.__file__).resolve().parent
+        assert any(p == package or p in package.parents for p in visible)
+        assert any(Path(sys.prefix).resolve() == p or p in Path(sys.prefix).resolve().parents for p in visible)
+        assert not any(package.parent == p for p in visible), "the checkout holding the package stays hidden"
+
+    def test_tmp_is_a_sized_tmpfs(self, layout):
+        argv = sandbox.sandbox_argv(layout.slot, None)
+        at = index_of(argv, "--tmpfs", "/tmp")
+        assert argv[at - 2:at] == ["--size", str(sandbox.SCRATCH_TMP_BYTES)]
+
+    def test_slot_folder_is_the_only_writable_mount(self, layout):
+        argv = sandbox.sandbox_argv(layout.slot, None)
         slot = str(layout.slot)
         assert pairs_of(argv, "--bind") == [(slot, slot)]
-        tmpfs_at = [i for i, a in enumerate(argv) if a == "--tmpfs"]
-        assert max(tmpfs_at) < index_of(argv, "--bind", slot, slot)
-        assert index_of(argv, "--ro-bind", "/", "/") < min(tmpfs_at)
 
     def test_environment_is_cleared_then_points_home_and_tmpdir_at_the_slot(self, layout):
-        argv = sandbox.sandbox_argv(layout.slot, layout.course, None)
+        argv = sandbox.sandbox_argv(layout.slot, None)
         env = dict(pairs_of(argv, "--setenv"))
         assert env["HOME"] == str(layout.slot) and env["TMPDIR"] == str(layout.slot)
         assert index_of(argv, "--clearenv") < min(i for i, a in enumerate(argv) if a == "--setenv")
 
     def test_grader_environment_does_not_leak(self, layout, monkeypatch):
         monkeypatch.setenv("COPY_THAT_SECRET", "s3cret")
-        argv = sandbox.sandbox_argv(layout.slot, layout.course, None)
+        argv = sandbox.sandbox_argv(layout.slot, None)
         assert "s3cret" not in " ".join(argv)
         assert "COPY_THAT_SECRET" not in dict(pairs_of(argv, "--setenv"))
 
     def test_command_ends_with_the_isolated_forkserver(self, layout):
-        argv = sandbox.sandbox_argv(layout.slot, layout.course, None)
+        argv = sandbox.sandbox_argv(layout.slot, None)
         fork = sandbox.forkserver_command()
         assert fork[:2] == [sys.executable, "-I"]
         assert Path(fork[2]).name == "forkserver.py" and Path(fork[2]).is_file()
@@ -627,12 +644,12 @@ class TestSandboxArgv:
         assert argv[-4] == "--"
 
     def test_without_uid_there_is_no_setpriv(self, layout):
-        argv = sandbox.sandbox_argv(layout.slot, layout.course, None)
+        argv = sandbox.sandbox_argv(layout.slot, None)
         assert not any(a.endswith("setpriv") for a in argv)
         assert not any(a.startswith("--reuid") for a in argv)
 
     def test_uid_drops_privileges_before_the_interpreter(self, layout):
-        argv = sandbox.sandbox_argv(layout.slot, layout.course, 61003)
+        argv = sandbox.sandbox_argv(layout.slot, 61003)
         setpriv = next(i for i, a in enumerate(argv) if a.endswith("setpriv"))
         python = len(argv) - 3
         assert argv[python] == sys.executable
@@ -644,14 +661,14 @@ class TestSandboxArgv:
 
     def test_without_root_a_user_namespace_is_added(self, layout, monkeypatch):
         monkeypatch.setattr(os, "geteuid", lambda: 1000)
-        assert "--unshare-user" in sandbox.sandbox_argv(layout.slot, layout.course, None)
+        assert "--unshare-user" in sandbox.sandbox_argv(layout.slot, None)
 
     def test_as_root_no_user_namespace(self, layout, monkeypatch):
         monkeypatch.setattr(os, "geteuid", lambda: 0)
-        assert "--unshare-user" not in sandbox.sandbox_argv(layout.slot, layout.course, 61000)
+        assert "--unshare-user" not in sandbox.sandbox_argv(layout.slot, 61000)
 
     def test_mount_points_on_the_way_to_the_slot_are_traversable(self, layout):
-        argv = sandbox.sandbox_argv(layout.slot, layout.course, None)
+        argv = sandbox.sandbox_argv(layout.slot, None)
         made = [argv[i + 3] for i, a in enumerate(argv)
                 if a == "--perms" and argv[i + 1] == "0755" and argv[i + 2] == "--dir"]
         assert str(layout.slot.parent) in made
@@ -662,16 +679,32 @@ class TestSlotUid:
 
     def test_not_sandboxed_runs_as_the_grader(self, tmp_path, monkeypatch):
         monkeypatch.setattr(os, "geteuid", lambda: 0)
-        assert sandbox.Slot(2, tmp_path, tmp_path / "course", sandboxed=False).uid is None
+        assert sandbox.Slot(2, tmp_path, sandboxed=False).uid is None
 
-    def test_sandboxed_as_root_gets_a_uid_of_its_own(self, tmp_path, monkeypatch):
+    def test_sandboxed_as_root_gets_a_uid_no_other_slot_holds(self, tmp_path, monkeypatch):
         monkeypatch.setattr(os, "geteuid", lambda: 0)
         monkeypatch.setattr(sandbox.shutil, "which", lambda name: f"/usr/bin/{name}")
-        assert sandbox.Slot(2, tmp_path, tmp_path / "course", sandboxed=True).uid == sandbox.SLOT_UID_BASE + 2
+        first, second = sandbox.Slot(2, tmp_path, sandboxed=True), sandbox.Slot(3, tmp_path, sandboxed=True)
+        try:
+            assert first.uid is not None and second.uid is not None and first.uid != second.uid
+            assert sandbox.SLOT_UID_BASE <= first.uid < sandbox.SLOT_UID_BASE + sandbox.UID_RANGE
+            # another grading run at the same time (another process) claims other ids still
+            probe = subprocess.run([sys.executable, "-c", "from autograder.grading import sandbox; "
+                                    "print(sandbox._claim_uid()[0])"], capture_output=True, text=True, timeout=60)
+            assert int(probe.stdout) not in (first.uid, second.uid), probe.stderr
+            held = first.uid
+        finally:
+            first.release()
+            second.release()
+        again = sandbox.Slot(4, tmp_path, sandboxed=True)
+        try:
+            assert again.uid <= held, "a released id is free again"
+        finally:
+            again.release()
 
     def test_sandboxed_without_root_keeps_the_graders_uid(self, tmp_path, monkeypatch):
         monkeypatch.setattr(os, "geteuid", lambda: 1000)
-        assert sandbox.Slot(2, tmp_path, tmp_path / "course", sandboxed=True).uid is None
+        assert sandbox.Slot(2, tmp_path, sandboxed=True).uid is None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -679,7 +712,7 @@ class TestSlotUid:
 
 @pytest.fixture
 def slot(tmp_path):
-    s = sandbox.Slot(0, tmp_path, tmp_path / "course", sandboxed=False)
+    s = sandbox.Slot(0, tmp_path, sandboxed=False)
     s.dir.mkdir()
     return s
 

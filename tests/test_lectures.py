@@ -1,6 +1,8 @@
 """The lecture notebooks run top to bottom, and what a reader sees stored is what runs.
 
 Each notebook in ``course/`` is stored with its outputs.  The test re-runs it in a fresh kernel
+(a new IPython kernel forked, as the grader forks them, from a process that has imported torch:
+the kernel has no state of its own, and torch's random generator is where a new process has it)
 and compares every code cell's outputs with the stored ones, after masking what legitimately
 changes between runs (memory addresses, object ids).  A cell tagged ``nondeterministic``
 (timings) is compared by output kind only; cells tagged ``gpu`` or ``mps`` depend on the
@@ -12,9 +14,11 @@ import re
 
 import nbformat
 import pytest
-from nbclient import NotebookClient
 
 from autograder.course.layout import lectures
+from autograder.grading.jobs import Job, execute
+from autograder.grading.runner import SlotPool
+from autograder.grading.sandbox import Limits
 from harness import ROOT
 
 LECTURES = lectures(ROOT)
@@ -81,12 +85,23 @@ def test_lecture_is_stored_executed(path):
     assert counts == list(range(1, len(code) + 1)), "stored outputs come from one top-to-bottom run"
 
 
+# a lecture is the course's own code: limits only against a runaway cell
+LECTURE_LIMITS = Limits(memory_bytes=0, cpu_seconds=0, cell_timeout=300, notebook_timeout=900, processes=0,
+                        output_bytes=64 << 20, file_bytes=0)
+
+
+@pytest.fixture(scope="module")
+def slot():
+    with SlotPool(1, sandboxed=False) as pool:
+        yield pool.slots.get()
+
+
 @pytest.mark.parametrize("path", LECTURES, ids=ids(LECTURES))
-def test_lecture_reruns_with_the_stored_outputs(path):
+def test_lecture_reruns_with_the_stored_outputs(path, slot):
     stored = nbformat.read(path, as_version=4)
-    fresh = nbformat.read(path, as_version=4)
-    NotebookClient(fresh, timeout=300, kernel_name="python3",
-                   resources={"metadata": {"path": str(path.parent)}}).execute()
+    outcome = execute(Job("lecture", path.stem, nbformat.read(path, as_version=4), limits=LECTURE_LIMITS), slot)
+    assert not outcome.problems and not outcome.flags, (outcome.problems, outcome.flags)
+    fresh = nbformat.from_dict(outcome.nb)
     errors = [i for i, c in enumerate(fresh.cells) for o in c.get("outputs", []) if o.output_type == "error"]
     assert not errors, f"cells {errors} raise: a lecture shows errors by catching them"
     for i, (old, new) in enumerate(zip(stored.cells, fresh.cells)):

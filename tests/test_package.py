@@ -94,7 +94,7 @@ def kernel_modules(km_factory) -> list[str]:
 def test_a_grading_kernel_never_imports_the_grading_side(tmp_path):
     from autograder.grading.sandbox import Slot, Limits, bwrap_path
 
-    slot = Slot(0, tmp_path, tmp_path / "course", sandboxed=bwrap_path() is not None)
+    slot = Slot(0, tmp_path, sandboxed=bwrap_path() is not None)
     slot.start()
     try:
         loaded = kernel_modules(lambda: slot.kernel_manager(Limits()))

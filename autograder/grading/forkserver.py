@@ -55,9 +55,12 @@ def preload() -> None:
 def _warm_up(torch) -> None:
     """Run once what the exercises run, so the imports torch makes lazily on first use (an
     optimizer's first step pulls in torch._dynamo and sympy: over 2 s) happen here, not in
-    every kernel.  Tiny tensors: no intra-op thread pool is started."""
+    every kernel.  Tiny tensors: no intra-op thread pool is started.  The random generator is
+    put back where a new process has it, so a kernel draws what a freshly started one draws."""
     import copy
     import io
+
+    rng = torch.random.get_rng_state()
 
     model = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.BatchNorm1d(4), torch.nn.Linear(4, 2))
     for opt in (torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9), torch.optim.Adam(model.parameters())):
@@ -72,6 +75,7 @@ def _warm_up(torch) -> None:
     torch.load(buffer)
     with torch.no_grad(), torch.inference_mode():
         model.eval()(torch.randn(2, 3))
+    torch.random.set_rng_state(rng)
 
 
 def _apply_limits(limits: dict) -> None:

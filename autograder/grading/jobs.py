@@ -36,6 +36,7 @@ class Job:
     nb: dict                         # sanitized notebook, guard cells included
     files: dict[str, bytes] = field(default_factory=dict)
     limits: Limits = field(default_factory=Limits)
+    require_sandbox: bool = False    # a worker that cannot sandbox refuses the job
 
 
 @dataclass

@@ -8,7 +8,7 @@ import threading
 from pathlib import Path
 
 from .jobs import Job, Outcome, execute
-from .sandbox import Slot, bwrap_path
+from .sandbox import Slot, probe
 
 _local = threading.local()
 _lock = threading.Lock()
@@ -17,17 +17,22 @@ _base: Path | None = None
 _slots: list[Slot] = []
 
 
-def _slot() -> Slot:
+def _slot(require_sandbox: bool) -> Slot:
     global _count, _base
     slot = getattr(_local, "slot", None)
+    if slot is not None and require_sandbox and not slot.sandboxed:
+        raise RuntimeError("this Dask worker grades without a sandbox and the run requires one")
     if slot is None:
+        problem = probe()
+        if problem is not None and require_sandbox:
+            raise RuntimeError(f"this Dask worker cannot sandbox and the run requires it: {problem}")
         with _lock:
             if _base is None:
                 _base = Path(tempfile.mkdtemp(prefix="copy-that-worker-"))
             index = 100 + _count + 10 * (os.getpid() % 50)
             _count += 1
         # the worker's own folder stands in for the course root: it is hidden like /tmp and /home
-        slot = Slot(index, _base, Path(os.getcwd()), sandboxed=bwrap_path() is not None)
+        slot = Slot(index, _base, sandboxed=problem is None)
         slot.start()
         _slots.append(slot)
         _local.slot = slot
@@ -36,10 +41,10 @@ def _slot() -> Slot:
 
 def run_job(job: Job) -> Outcome:
     """Run one grading job on this worker (the Dask task)."""
-    return execute(job, _slot())
+    return execute(job, _slot(job.require_sandbox))
 
 
 @atexit.register
 def _close() -> None:
     for slot in _slots:
-        slot.close()
+        slot.release()

@@ -28,11 +28,9 @@ import nbformat
 from traitlets.config import Config, PyFileConfigLoader
 
 from ..learner.cells import role
+from .execute import NO_SANDBOX, submission_files
 from .jobs import Job, Outcome, add_guards, execute
-from .sandbox import Limits, Slot, bwrap_path
-
-MAX_EXTRA_FILE = 20 << 20  # files a submission brings besides its notebooks
-
+from .sandbox import Limits, Slot, probe
 
 @dataclass
 class Result:
@@ -60,9 +58,8 @@ class SlotPool:
     ``map(jobs)`` yields ``(job, outcome, error)`` as the jobs finish.
     """
 
-    def __init__(self, size: int, course_root: Path, sandboxed: bool):
+    def __init__(self, size: int, sandboxed: bool):
         self.size = size
-        self.course_root = course_root
         self.sandboxed = sandboxed
         self.base: Path | None = None
         self.slots: queue.Queue[Slot] = queue.Queue()
@@ -75,7 +72,7 @@ class SlotPool:
         self.threads = ThreadPoolExecutor(self.size, thread_name_prefix="slot")
 
         def start(i: int) -> Slot:
-            slot = Slot(i, self.base, self.course_root, self.sandboxed)
+            slot = Slot(i, self.base, self.sandboxed)
             slot.start()
             return slot
 
@@ -90,7 +87,7 @@ class SlotPool:
 
     def __exit__(self, *exc) -> None:
         for slot in self.started:
-            slot.close()
+            slot.release()
         self.started.clear()
         if self.threads is not None:
             self.threads.shutdown(cancel_futures=True)
@@ -226,14 +223,14 @@ class Grader:
         self.scheduler = scheduler
         self.pool = pool
         self.log = log
-        self.sandboxed = bwrap_path() is not None
+        self.require_sandbox = require_sandbox
+        # a real sandbox is started before anything is graded: bwrap on PATH is not enough
+        problem = probe() if pool is None or pool.sandboxed else "the slot pool given runs without a sandbox"
+        self.sandboxed = problem is None
         if not self.sandboxed:
             if require_sandbox:
-                raise GradingError("bubblewrap (bwrap) is not installed and --require-sandbox was given: "
-                                   "install it (Debian/Ubuntu: sudo apt-get install bubblewrap)")
-            log("WARNING: bubblewrap (bwrap) is not installed: student code runs WITHOUT a sandbox. "
-                "It can read the solutions and the gradebook and reach the network. "
-                "Install bubblewrap (sudo apt-get install bubblewrap) before grading real submissions.")
+                raise GradingError(f"no sandbox and --require-sandbox was given: {problem}")
+            log(f"WARNING: {problem}. {NO_SANDBOX}")
         self.students = students or self._find_students()
 
     # -- course layout ---------------------------------------------------------------------------
@@ -270,6 +267,16 @@ class Grader:
                 "nbgrader": {"student": student, "assignment": self.assignment, "notebook": notebook,
                              "db_url": self.db_url}}
 
+    def _configured(self, name: str) -> list[type]:
+        """nbgrader's ``Autograde`` preprocessor list ``name``, as the course configuration sets it:
+        the steps ``grade`` runs are the ones plain ``nbgrader autograde`` runs."""
+        from nbgrader.converters import Autograde
+        from traitlets.utils.importstring import import_item
+
+        configured = self.config.Autograde.get(name) if name in self.config.Autograde else None
+        classes = configured if configured is not None else Autograde.class_traits()[name].default()
+        return [import_item(c) if isinstance(c, str) else c for c in classes]
+
     def _run_preprocessors(self, classes: list, nb, resources):
         for cls in classes:
             pp = cls(config=self.config)
@@ -278,9 +285,6 @@ class Grader:
 
     # -- step 1 ------------------------------------------------------------------------------------
     def prepare(self, student: str, notebook: str, result: Result) -> Job | None:
-        from nbgrader.preprocessors import (CheckCellMetadata, ClearOutput, DeduplicateIds, OverwriteCells,
-                                            OverwriteKernelspec)
-
         path = self._path(self.coursedir.submitted_directory, student) / f"{notebook}.ipynb"
         if not path.exists():
             return None  # nbgrader's rule: a missing notebook scores zero (see record_missing)
@@ -291,16 +295,12 @@ class Grader:
             nb = self._release(notebook)   # graded as the blank release: zero, and formgrader has a page
         else:
             result.flags += repair(nb, self._release(notebook))
-        nb, _ = self._run_preprocessors(
-            [ClearOutput, DeduplicateIds, OverwriteKernelspec, OverwriteCells, CheckCellMetadata],
-            nb, self._resources(student, notebook))
+        nb, _ = self._run_preprocessors(self._configured("sanitize_preprocessors"), nb,
+                                        self._resources(student, notebook))
         add_guards(nb)
-        files = {f"{notebook}.ipynb": nbformat.writes(nb).encode()}
-        folder = path.parent
-        for f in sorted(folder.rglob("*")):
-            if f.is_file() and f.suffix != ".ipynb" and not f.is_symlink() and f.stat().st_size <= MAX_EXTRA_FILE:
-                files[str(f.relative_to(folder))] = f.read_bytes()
-        return Job(student, notebook, dict(nb), files, self.limits)
+        # the submission's own files; never a notebook: the one being graded holds the hidden tests
+        files = submission_files(path.parent, result.problems)
+        return Job(student, notebook, dict(nb), files, self.limits, self.require_sandbox)
 
     # -- step 3 ------------------------------------------------------------------------------------
     def open_submission(self, student: str) -> None:
@@ -325,15 +325,11 @@ class Grader:
                     shutil.copy(f, target)
 
     def record(self, outcome: Outcome) -> None:
-        from nbconvert.preprocessors import ClearMetadataPreprocessor
-        from nbgrader.preprocessors import (AssignLatePenalties, CheckCellMetadata, IgnorePattern, LimitOutput,
-                                            SaveAutoGrades)
+        from nbgrader.preprocessors import Execute
 
+        after_execute = [cls for cls in self._configured("autograde_preprocessors") if not issubclass(cls, Execute)]
         nb = nbformat.from_dict(outcome.nb)
-        nb, _ = self._run_preprocessors(
-            [IgnorePattern, ClearMetadataPreprocessor, LimitOutput, SaveAutoGrades, AssignLatePenalties,
-             CheckCellMetadata],
-            nb, self._resources(outcome.student, outcome.notebook))
+        nb, _ = self._run_preprocessors(after_execute, nb, self._resources(outcome.student, outcome.notebook))
         dest = self._path(self.coursedir.autograded_directory, outcome.student) / f"{outcome.notebook}.ipynb"
         nbformat.write(nb, dest)
 
@@ -417,7 +413,7 @@ class Grader:
         if self.pool is not None:
             yield from self.pool.map(pending)
             return
-        with SlotPool(max(1, min(self.jobs, len(pending))), self.root, self.sandboxed) as pool:
+        with SlotPool(max(1, min(self.jobs, len(pending))), self.sandboxed) as pool:
             yield from pool.map(pending)
 
     def _execute_dask(self, pending: list[Job]):

@@ -54,64 +54,91 @@ class SlotError(RuntimeError):
     """The slot's fork server died or stopped answering."""
 
 
+UID_RANGE = 1000   # slot users are SLOT_UID_BASE .. SLOT_UID_BASE + UID_RANGE - 1
+
+
+def _claim_uid():
+    """A slot user id no other slot on this machine holds, in this run or a concurrent one: each
+    id is held by a lock on a file while its slot lives (the lock dies with the process)."""
+    import fcntl
+    import tempfile
+
+    folder = Path(tempfile.gettempdir()) / "copy-that-slot-uids"
+    folder.mkdir(mode=0o700, exist_ok=True)
+    for uid in range(SLOT_UID_BASE, SLOT_UID_BASE + UID_RANGE):
+        handle = open(folder / str(uid), "a")
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            handle.close()
+            continue
+        return uid, handle
+    raise SlotError(f"all {UID_RANGE} slot user ids are in use")
+
+
 def bwrap_path() -> str | None:
     return shutil.which("bwrap")
 
 
-def _hidden_roots(course_root: Path) -> list[Path]:
-    home = Path.home()
-    roots = [course_root, Path("/tmp"), Path("/home"), Path("/root"), home]
-    seen, out = set(), []
-    for r in roots:
-        r = r.resolve() if r.exists() else r
-        if r.exists() and r not in seen and r != Path("/"):
-            seen.add(r)
-            out.append(r)
-    return out
+# What the kernel sees of the host: the system's programs and libraries, a few files of /etc the
+# loader and the C library read, and (added per slot) the interpreter, the environment, this
+# package and the slot's scratch folder.  Nothing else: no other checkout, /home, /root, /srv,
+# /var, /run (host sockets), /opt or /mnt.
+SYSTEM_PATHS = ["/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32",
+                "/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/alternatives",
+                "/etc/localtime", "/etc/nsswitch.conf", "/etc/passwd", "/etc/group", "/etc/fonts",
+                "/sys/devices/system/cpu"]
+SCRATCH_TMP_BYTES = 256 << 20   # the kernel's /tmp: RAM-backed, so it is sized
 
 
-def _needed_read_only(hidden: list[Path]) -> list[Path]:
-    """Parts of hidden folders the kernel still needs: the interpreter, the venv, this package."""
+def visible_paths() -> list[Path]:
+    """The host paths a slot's sandbox shows, read-only (besides the system's): the interpreter,
+    the environment and its site-packages, and this package (its kernel/ and the fork server)."""
     import autograder
 
     wanted = [Path(sys.base_prefix), Path(sys.prefix), Path(autograder.__file__).resolve().parent]
-    wanted += [Path(p) for p in sys.path if p and Path(p).is_dir() and "site-packages" in p]
-    out = []
-    for w in wanted:
-        w = w.resolve()
-        if any(w == h or h in w.parents for h in hidden) and w not in out:
+    wanted += [Path(p) for p in sys.path if p and "site-packages" in p and Path(p).is_dir()]
+    out: list[Path] = []
+    for w in sorted({w.resolve() for w in wanted}, key=lambda p: len(p.parts)):
+        if not any(w == o or o in w.parents for o in out):
             out.append(w)
     return out
 
 
-def sandbox_argv(slot_dir: Path, course_root: Path, uid: int | None) -> list[str]:
-    """The bubblewrap command line for one slot's fork server."""
-    hidden = _hidden_roots(course_root)
+def sandbox_argv(slot_dir: Path, uid: int | None) -> list[str]:
+    """The bubblewrap command line for one slot's fork server: an allow-list of mounts."""
     argv = [bwrap_path() or "bwrap", "--die-with-parent", "--new-session",
-            "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts",
-            "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
+            "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try"]
     if os.geteuid() != 0:
         argv += ["--unshare-user"]
-    for h in hidden:
-        argv += ["--tmpfs", str(h)]
-    made: set[Path] = set()
+    made: set[Path] = {Path("/")}
 
     def parents_of(path: Path) -> list[str]:
-        # bubblewrap creates missing mount points with mode 0700; the slot's user must traverse them
+        # bubblewrap makes missing mount points with mode 0700: the slot's user must traverse them
         out = []
         for parent in reversed(path.parents):
-            if parent not in made and any(h in parent.parents for h in hidden):
+            if parent not in made:
                 made.add(parent)
                 out += ["--perms", "0755", "--dir", str(parent)]
         return out
 
-    for keep in _needed_read_only(hidden):
+    for name in SYSTEM_PATHS:
+        path = Path(name)
+        if path.is_symlink():
+            argv += parents_of(path) + ["--symlink", os.readlink(path), name]
+        elif path.exists():
+            argv += parents_of(path) + ["--ro-bind", name, name]
+        made.add(path)
+    argv += ["--dev", "/dev", "--proc", "/proc", "--size", str(SCRATCH_TMP_BYTES), "--tmpfs", "/tmp"]
+    made.add(Path("/tmp"))
+    for keep in visible_paths():
         argv += parents_of(keep) + ["--ro-bind", str(keep), str(keep)]
+        made.add(keep)
     argv += parents_of(slot_dir) + ["--bind", str(slot_dir), str(slot_dir), "--chdir", "/", "--clearenv"]
     env = {
         "PATH": f"{Path(sys.executable).parent}:/usr/local/bin:/usr/bin:/bin",
         "HOME": str(slot_dir), "TMPDIR": str(slot_dir), "LANG": "C.UTF-8", "PYTHONNOUSERSITE": "1",
-        "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "MPLBACKEND": "agg",
+        "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
         "COPY_THAT_PIDNS": "1",
     }
     for key, value in env.items():
@@ -124,6 +151,25 @@ def sandbox_argv(slot_dir: Path, course_root: Path, uid: int | None) -> list[str
     return argv
 
 
+def probe() -> str | None:
+    """Start a real sandbox, as a slot does, and run ``true`` in it: None when that works, else
+    what went wrong (bubblewrap's own message: no bwrap, no user namespaces, ...)."""
+    if bwrap_path() is None:
+        return "bubblewrap (bwrap) is not installed (Debian/Ubuntu: sudo apt-get install bubblewrap)"
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="copy-that-probe-") as tmp:
+        argv = sandbox_argv(Path(tmp), None)
+        argv = argv[:argv.index("--") + 1] + ["/bin/true"]
+        try:
+            proc = subprocess.run(argv, capture_output=True, text=True, timeout=30)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            return f"bubblewrap could not be started: {exc}"
+    if proc.returncode != 0:
+        return f"bubblewrap cannot make a sandbox here: {proc.stderr.strip() or f'exit status {proc.returncode}'}"
+    return None
+
+
 def forkserver_command() -> list[str]:
     """How a slot starts its fork server: isolated mode (no PYTHON* variables, no user site, no
     script or working folder on ``sys.path``), run as a file, so the kernels it forks never have
@@ -134,14 +180,17 @@ def forkserver_command() -> list[str]:
 class Slot:
     """One sandbox with a fork server, grading one submission at a time."""
 
-    def __init__(self, index: int, base_dir: Path, course_root: Path, sandboxed: bool):
+    def __init__(self, index: int, base_dir: Path, sandboxed: bool):
         self.index = index
         self.dir = base_dir / f"slot{index}"
-        self.course_root = course_root
         self.sandboxed = sandboxed
-        self.uid = SLOT_UID_BASE + index if (sandboxed and os.geteuid() == 0 and shutil.which("setpriv")) else None
+        self.uid: int | None = None
+        self._uid_lock = None
+        if sandboxed and os.geteuid() == 0 and shutil.which("setpriv"):
+            self.uid, self._uid_lock = _claim_uid()
         self.proc: subprocess.Popen | None = None
         self.lock = threading.Lock()
+        self.log_path = base_dir / f"slot{index}.log"
 
     # -- life cycle ----------------------------------------------------------------------------
     def start(self, timeout: float = 300) -> None:
@@ -150,16 +199,20 @@ class Slot:
             os.chmod(self.dir.parent, 0o711)  # the slot's user must traverse to its folder
         self._own(self.dir)
         if self.sandboxed:
-            argv = sandbox_argv(self.dir, self.course_root, self.uid)
+            argv = sandbox_argv(self.dir, self.uid)
             env = None
         else:
             argv = forkserver_command()
-            env = dict(os.environ, OMP_NUM_THREADS="1", MPLBACKEND="agg")
+            env = dict(os.environ, OMP_NUM_THREADS="1")
+            env.pop("MPLBACKEND", None)   # the kernel picks the inline backend, as in Jupyter
             env.pop("COPY_THAT_PIDNS", None)
-        self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=subprocess.DEVNULL, cwd="/", env=env, text=True,
-                                     start_new_session=True)
-        reply = self._read(timeout)
+        with open(self.log_path, "wb") as log:   # bubblewrap's and the server's own messages
+            self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log,
+                                         cwd="/", env=env, text=True, start_new_session=True)
+        try:
+            reply = self._read(timeout)
+        except SlotError as exc:
+            raise SlotError(f"{exc}: {self.log_tail() or 'it printed nothing'}") from None
         if not reply.get("ready"):
             raise SlotError(f"slot {self.index}: fork server did not start")
 
@@ -176,6 +229,19 @@ class Slot:
                 self.proc.kill()
                 self.proc.wait()
         self.proc = None
+
+    def release(self) -> None:
+        """Close the slot and give its user id back."""
+        self.close()
+        if self._uid_lock is not None:
+            self._uid_lock.close()
+            self._uid_lock = None
+
+    def log_tail(self, size: int = 2000) -> str:
+        try:
+            return self.log_path.read_bytes()[-size:].decode("utf-8", "replace").strip()
+        except OSError:
+            return ""
 
     def restart(self) -> None:
         if self.proc is not None:
