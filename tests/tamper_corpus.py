@@ -14,7 +14,7 @@ from typing import Callable
 import nbformat
 
 from autograder.learner.cells import role
-from harness import submission
+from harness import ROOT, submission
 
 FULL = 12.0
 SHARES_WRONG = "def shares_memory(a, b):\n    return a is b\n"   # loses the 3 points of shares_memory
@@ -34,6 +34,7 @@ class Case:
     problem: str | None = None                # text one of the problems must contain
     extra: Callable[[object, dict], None] | None = None
     files: dict[str, str] | None = None       # other files in the submission folder: path -> text
+    link: str | None = None                   # the notebook is a symbolic link to this path of the course
 
 
 def ref(**replace: str) -> nbformat.NotebookNode:
@@ -261,6 +262,50 @@ print('\\u2713 all tests passed')
 def shares_memory(a, b):
     return a is b
 """), FULL - 3),
+    # --- lost cells, hostile files ---------------------------------------------------------------
+    Case("deleted-answer-and-tests", "the shares_memory answer and both its test cells deleted",
+         lambda ctx: edit(ref(), lambda nb: setattr(nb, "cells", [
+             c for c in nb.cells if not (role(c).grade_id or "").startswith(("test_shares_memory", "shares_memory"))])),
+         FULL - 3),
+    Case("deleted-everything-graded", "every answer and test cell deleted: only the prose is left",
+         lambda ctx: edit(ref(), lambda nb: setattr(nb, "cells", [c for c in nb.cells if not role(c).grade_id])),
+         0.0),
+    Case("linked-notebook", "the notebook is a symbolic link to the instructor's solutions",
+         lambda ctx: ref(), 0.0, graded=False, problem="is a link, not a file", link="solutions/a1_views/a1_views.ipynb"),
+    Case("bad-timestamp", "timestamp.txt holds no date", lambda ctx: ref(), FULL,
+         problem="timestamp.txt is unreadable", files={"timestamp.txt": "the day before the deadline"}),
+    Case("deep-tree", "leaves a folder tree deeper than Python's recursion limit in the scratch folder",
+         lambda ctx: with_code(after="""
+import os
+start = os.getcwd()
+for _ in range(3000):
+    os.mkdir('d')
+    os.chdir('d')
+os.chdir(start)
+"""), FULL),
+    Case("reads-host", "looks for the host's files: other checkouts, /srv, /var, /run sockets, home folders",
+         lambda ctx: with_code(after=f"""
+import os, socket
+def leaked(path):
+    try:
+        if os.path.isdir(path):
+            return bool(os.listdir(path))
+        open(path, 'rb').read(1)
+        return True
+    except OSError:
+        return False
+for path in ({str(ROOT / 'solutions')!r}, {str(ctx['root'])!r}, '/etc/shadow', '/etc/hostname', '/srv', '/var/lib',
+             '/run', '/home', '/opt', '/mnt', '/root/.bash_history'):
+    print(('LEAKED ' if leaked(path) else 'hidden ') + path)
+for folder, _, names in os.walk('/run'):
+    for name in names:
+        try:
+            s = socket.socket(socket.AF_UNIX)
+            s.connect(os.path.join(folder, name))
+            print('LEAKED socket', name)
+        except OSError:
+            pass
+"""), FULL, extra=lambda r, ctx: _hidden_everywhere(r)),
 ]
 
 
@@ -269,6 +314,11 @@ def shares_memory(a, b):
 def _planted_did_not_run(result) -> None:
     out = _output_of(result, "shares_memory")
     assert "clean" in out and "PLANTED RAN" not in out, out
+
+
+def _hidden_everywhere(result) -> None:
+    out = _output_of(result, "shares_memory")
+    assert "LEAKED" not in out and out.count("hidden ") == 11, out
 
 
 def _no(text: str, output: str) -> None:

@@ -26,7 +26,8 @@ VICTIM = "-victim"   # an honest copy of the reference answers, graded after eac
 # cells or break the file, and never run anything unusual)
 RUNS_HOSTILE_CODE = {"exit-midway", "infinite-loop", "output-flood", "huge-allocation", "memory-hog", "fork-bomb",
                      "read-secrets", "write-gradebook", "delete-course", "network", "leftover-processes",
-                     "patched-torch", "patched-helpers", "custom-exc", "no-traceback", "planted-config"}
+                     "patched-torch", "patched-helpers", "custom-exc", "no-traceback", "planted-config",
+                     "deep-tree", "reads-host"}
 SANDBOX = pytest.mark.skipif(bwrap_path() is None and not os.environ.get("CI"),
                              reason="bubblewrap is not installed (make test-deps installs it as root)")
 TEST_LIMITS = Limits(memory_bytes=2 << 30, cell_timeout=8, notebook_timeout=120, cpu_seconds=60,
@@ -80,6 +81,9 @@ def corpus(tmp_path_factory):
         for rel, text in (case.files or {}).items():
             (path.parent / rel).parent.mkdir(parents=True, exist_ok=True)
             (path.parent / rel).write_text(text)
+        if case.link:
+            path.unlink()
+            path.symlink_to(root / case.link)
         if case.name in RUNS_HOSTILE_CODE:
             # graded right after the attacker (students go in name order): nothing may carry over
             submit(root, "a1_views", case.name + VICTIM, submission("a1_views"))
@@ -237,3 +241,32 @@ def test_grade_command_prints_a_summary_and_exits_non_zero_for_broken_files(tmp_
         assert done.returncode == 0, done.stderr
     assert (root / "feedback" / "alice" / "a1_views" / "a1_views.html").exists()
     assert (root / "grades.csv").exists()
+
+
+@SANDBOX
+def test_a_run_that_fails_or_is_interrupted_keeps_every_earlier_result(course, monkeypatch):
+    import autograder.grading.runner as runner
+
+    root = course
+    submit(root, "a1_views", "keeps", submission("a1_views"))
+    [first] = Grader(root, "a1_views", students=["keeps"], jobs=1, log=lambda m: None).run()
+    assert first.score == 12.0
+    graded = root / "autograded" / "keeps" / "a1_views" / "a1_views.ipynb"
+    before = graded.read_bytes()
+
+    def interrupted(job, slot):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(runner, "execute", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        Grader(root, "a1_views", students=["keeps"], jobs=1, log=lambda m: None).run()
+    assert graded.read_bytes() == before, "Ctrl-C in the middle of a run lost the earlier results"
+
+    def broken(job, slot):
+        raise RuntimeError("the slot went away")
+
+    monkeypatch.setattr(runner, "execute", broken)
+    [again] = Grader(root, "a1_views", students=["keeps"], jobs=1, log=lambda m: None).run()
+    assert not again.graded and any("earlier results kept" in p for p in again.problems), again.problems
+    assert graded.read_bytes() == before
+    assert not list(root.glob(".copy-that-staging-*")), "the staging folders are removed"

@@ -175,11 +175,32 @@ class TestReadNotebook:
         assert nb is None
         assert problem.startswith("a1.ipynb ")
 
-    def test_unreadable_path_is_reported(self, tmp_path):
+    def test_a_folder_in_place_of_the_notebook_is_reported(self, tmp_path):
         (tmp_path / "a1.ipynb").mkdir()
         nb, problem = read_notebook(tmp_path / "a1.ipynb")
         assert nb is None
-        assert problem.startswith("cannot read a1.ipynb: ")
+        assert problem == "a1.ipynb is not a regular file"
+
+    def test_a_missing_file_is_reported(self, tmp_path):
+        nb, problem = read_notebook(tmp_path / "a1.ipynb")
+        assert nb is None and problem.startswith("cannot read a1.ipynb: ")
+
+    def test_a_link_is_never_followed(self, tmp_path):
+        secret = tmp_path / "solutions.ipynb"
+        nbformat.write(release_nb(), secret)
+        (tmp_path / "a1.ipynb").symlink_to(secret)
+        nb, problem = read_notebook(tmp_path / "a1.ipynb")
+        assert nb is None and problem == "a1.ipynb is a link, not a file: it was not followed"
+
+    def test_a_notebook_over_the_size_cap_is_not_read(self, tmp_path, monkeypatch):
+        from autograder.grading import runner
+
+        monkeypatch.setattr(runner, "MAX_NOTEBOOK_BYTES", 1000)
+        path = tmp_path / "a1.ipynb"
+        nbformat.write(release_nb(), path)
+        assert path.stat().st_size > 1000
+        nb, problem = read_notebook(path)
+        assert nb is None and "over" in problem
 
     def test_valid_notebook_is_read_unchanged(self, tmp_path):
         original = release_nb()

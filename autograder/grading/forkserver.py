@@ -106,6 +106,7 @@ def _kernel_child(request: dict) -> None:
         cwd = request["cwd"]
         os.environ["HOME"] = cwd
         os.environ.pop("JPY_PARENT_PID", None)
+        os.environ["NBGRADER_EXECUTION"] = "autograde"   # as nbgrader's own autograde sets it
         _apply_limits(request.get("limits", {}))
         # IPython's and Jupyter's configuration come from a folder made now, under a random name:
         # a submission's .ipython/ (startup files, profiles) or .jupyter/ is never read

@@ -15,9 +15,10 @@ The flow per submission, on nbgrader's own machinery:
 """
 from __future__ import annotations
 
+import errno
 import os
 import queue
-import shutil
+import stat
 import tempfile
 from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
@@ -32,6 +33,8 @@ from .execute import NO_SANDBOX, submission_files
 from .jobs import Job, Outcome, add_guards, execute
 from .sandbox import Limits, Slot, probe
 
+MAX_NOTEBOOK_BYTES = 64 << 20   # a submitted notebook; larger ones are reported, not read
+
 @dataclass
 class Result:
     student: str
@@ -40,6 +43,14 @@ class Result:
     flags: list[str] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
     graded: bool = True     # False: the submission could not be graded at all
+
+
+def _remove_tree(path: Path) -> None:
+    """Delete a folder whatever its depth (``shutil.rmtree`` recurses in Python and fails on a tree
+    deeper than the recursion limit)."""
+    import subprocess
+
+    subprocess.run(["rm", "-rf", "--one-file-system", "--", str(path)], check=False)
 
 
 def _as_results(futures: dict, completed):
@@ -93,7 +104,7 @@ class SlotPool:
             self.threads.shutdown(cancel_futures=True)
             self.threads = None
         if self.base is not None:
-            shutil.rmtree(self.base, ignore_errors=True)
+            _remove_tree(self.base)
 
     def _run(self, job: Job) -> Outcome:
         slot = self.slots.get()
@@ -128,9 +139,18 @@ def load_config(root: Path) -> Config:
 def read_notebook(path: Path) -> tuple[nbformat.NotebookNode | None, str | None]:
     """The submission's notebook, or None and what is wrong with the file."""
     try:
-        raw = path.read_bytes()
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return None, f"{path.name} is a link, not a file: it was not followed"
         return None, f"cannot read {path.name}: {exc.strerror}"
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        return None, f"{path.name} is not a regular file"
+    with os.fdopen(fd, "rb") as f:
+        raw = f.read(MAX_NOTEBOOK_BYTES + 1)
+    if len(raw) > MAX_NOTEBOOK_BYTES:
+        return None, f"{path.name} is over {MAX_NOTEBOOK_BYTES >> 20} MiB"
     if not raw.strip():
         return None, f"{path.name} is empty"
     try:
@@ -239,7 +259,8 @@ class Grader:
 
     def _find_students(self) -> list[str]:
         submitted = Path(self.coursedir.format_path(self.coursedir.submitted_directory, ".", "."))
-        return sorted(p.parent.name for p in submitted.glob(f"*/{self.assignment}") if p.is_dir())
+        return sorted(p.parent.name for p in submitted.glob(f"*/{self.assignment}")
+                      if p.is_dir() and not p.is_symlink() and not p.parent.is_symlink())
 
     def _gradebook(self):
         from nbgrader.api import Gradebook
@@ -286,7 +307,7 @@ class Grader:
     # -- step 1 ------------------------------------------------------------------------------------
     def prepare(self, student: str, notebook: str, result: Result) -> Job | None:
         path = self._path(self.coursedir.submitted_directory, student) / f"{notebook}.ipynb"
-        if not path.exists():
+        if not path.exists() and not path.is_symlink():
             return None  # nbgrader's rule: a missing notebook scores zero (see record_missing)
         nb, problem = read_notebook(path)
         if nb is None:
@@ -303,26 +324,48 @@ class Grader:
         return Job(student, notebook, dict(nb), files, self.limits, self.require_sandbox)
 
     # -- step 3 ------------------------------------------------------------------------------------
-    def open_submission(self, student: str) -> None:
-        """As nbgrader's autograde does before converting: student, submission, timestamp, files."""
+    def _staged(self, student: str) -> Path:
+        """Where a student's results are written while they are graded (see ``publish``)."""
+        return self.staging / student / self.assignment
+
+    def open_submission(self, student: str, result: Result) -> None:
+        """As nbgrader's autograde does before converting: student, submission, timestamp, files.
+
+        The files go to a staging folder: the student's earlier ``autograded/`` results stay
+        until this grading is complete (``publish``)."""
         src = self._path(self.coursedir.submitted_directory, student)
-        dest = self._path(self.coursedir.autograded_directory, student)
+        timestamp = None
+        try:
+            timestamp = self.coursedir.get_existing_timestamp(str(src))
+        except Exception as exc:   # not a date, a folder, not UTF-8: that student's problem only
+            result.problems.append(f"timestamp.txt is unreadable ({type(exc).__name__}); graded without a timestamp")
         with self._gradebook() as gb:
             gb.update_or_create_student(student)
-            timestamp = self.coursedir.get_existing_timestamp(str(src))
             if timestamp:
                 gb.update_or_create_submission(self.assignment, student, timestamp=timestamp)
             else:
                 gb.update_or_create_submission(self.assignment, student)
-        if dest.exists():
-            shutil.rmtree(dest)
-        dest.mkdir(parents=True)
-        for base in (src, self._path(self.coursedir.source_directory)):
-            for f in base.rglob("*"):
-                if f.is_file() and f.suffix != ".ipynb" and not f.is_symlink():
-                    target = dest / f.relative_to(base)
-                    target.parent.mkdir(parents=True, exist_ok=True)
-                    shutil.copy(f, target)
+        staged = self._staged(student)
+        staged.mkdir(parents=True)
+        source = submission_files(self._path(self.coursedir.source_directory))
+        for rel, data in {**submission_files(src, result.problems), **source}.items():
+            target = staged / rel
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(data)
+
+    def publish(self, student: str) -> None:
+        """Put a student's staged results in ``autograded/`` in place of the earlier ones."""
+        staged = self._staged(student)
+        if not staged.exists():
+            return
+        dest = self._path(self.coursedir.autograded_directory, student)
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        old = dest.with_name(f".{dest.name}.replaced-{os.getpid()}")
+        if dest.exists() or dest.is_symlink():
+            os.rename(dest, old)
+        os.rename(staged, dest)
+        if old.exists() or old.is_symlink():
+            _remove_tree(old)
 
     def record(self, outcome: Outcome) -> None:
         from nbgrader.preprocessors import Execute
@@ -330,8 +373,7 @@ class Grader:
         after_execute = [cls for cls in self._configured("autograde_preprocessors") if not issubclass(cls, Execute)]
         nb = nbformat.from_dict(outcome.nb)
         nb, _ = self._run_preprocessors(after_execute, nb, self._resources(outcome.student, outcome.notebook))
-        dest = self._path(self.coursedir.autograded_directory, outcome.student) / f"{outcome.notebook}.ipynb"
-        nbformat.write(nb, dest)
+        nbformat.write(nb, self._staged(outcome.student) / f"{outcome.notebook}.ipynb")
 
     def record_missing(self, student: str, notebook: str) -> None:
         with self._gradebook() as gb:
@@ -357,15 +399,30 @@ class Grader:
         warnings.filterwarnings("ignore", category=SAWarning)
         notebooks = self._notebook_ids()
         results = {s: Result(s) for s in self.students}
+        self.staging = Path(tempfile.mkdtemp(prefix=f".copy-that-staging-{self.assignment}-", dir=self.root))
+        try:
+            return self._run(notebooks, results, progress)
+        finally:
+            _remove_tree(self.staging)   # what was not published: an interrupted or failed run
+
+    def _run(self, notebooks: list[str], results: dict[str, Result], progress) -> list[Result]:
         pending: list[Job] = []
+        failed: set[str] = set()         # students whose grading went wrong on the grader's side
         for student in self.students:
-            self.open_submission(student)
+            try:
+                self.open_submission(student, results[student])
+            except Exception as exc:
+                results[student].problems.append(f"could not open the submission: {type(exc).__name__}: {exc}")
+                results[student].graded = False
+                failed.add(student)
+                continue
             for notebook in notebooks:
                 try:
                     job = self.prepare(student, notebook, results[student])
                 except Exception as exc:
                     results[student].problems.append(f"could not prepare {notebook}: {type(exc).__name__}: {exc}")
                     results[student].graded = False
+                    failed.add(student)
                     continue
                 if job is None:
                     results[student].problems.append(f"{notebook}.ipynb was not submitted (scored zero)")
@@ -378,6 +435,8 @@ class Grader:
             if remaining[student] == 0:
                 try:
                     self.totals(results[student])
+                    if student not in failed:
+                        self.publish(student)
                 except Exception as exc:
                     results[student].problems.append(f"no totals: {exc}")
                     results[student].graded = False
@@ -385,13 +444,16 @@ class Grader:
                     progress(results[student])
 
         for s in self.students:
-            if remaining[s] == 0:
+            if remaining[s] == 0 and s not in failed:
                 done(s)
+            elif remaining[s] == 0 and progress:
+                progress(results[s])
         for job, outcome, error in self._execute_all(pending):
             r = results[job.student]
             if error is not None:
-                r.problems.append(f"{job.notebook}: grading failed: {error}")
+                r.problems.append(f"{job.notebook}: grading failed: {error}; earlier results kept")
                 r.graded = False
+                failed.add(job.student)
             else:
                 r.problems += [p for p in outcome.problems if p not in r.problems]
                 r.flags += [f for f in outcome.flags if f not in r.flags]
@@ -400,6 +462,7 @@ class Grader:
                 except Exception as exc:
                     r.problems.append(f"{job.notebook}: could not record grades: {type(exc).__name__}: {exc}")
                     r.graded = False
+                    failed.add(job.student)
             remaining[job.student] -= 1
             done(job.student)
         return [results[s] for s in self.students]

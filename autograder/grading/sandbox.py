@@ -260,11 +260,18 @@ class Slot:
             os.chmod(path, 0o700)
 
     def clear(self) -> None:
-        for entry in list(self.dir.iterdir()):
-            if entry.is_dir() and not entry.is_symlink():
-                shutil.rmtree(entry, ignore_errors=True)
-            else:
-                entry.unlink(missing_ok=True)
+        """Empty the scratch folder, whatever a submission left there: a tree deeper than Python's
+        recursion limit, folders without permissions, links (never followed)."""
+        entries = list(self.dir.iterdir())
+        if not entries:
+            return
+        if os.geteuid() != 0:   # root needs no permission bits; the grader's own user does
+            folders = [str(e) for e in entries if e.is_dir() and not e.is_symlink()]
+            if folders:
+                subprocess.run(["chmod", "-R", "u+rwX", "--", *folders], capture_output=True)
+        subprocess.run(["rm", "-rf", "--one-file-system", "--", *map(str, entries)], capture_output=True)
+        if any(self.dir.iterdir()):
+            raise SlotError(f"slot {self.index}: the scratch folder could not be emptied")
 
     def put_files(self, files: dict[str, bytes]) -> None:
         for rel, data in files.items():
