@@ -270,3 +270,29 @@ def test_a_run_that_fails_or_is_interrupted_keeps_every_earlier_result(course, m
     assert not again.graded and any("earlier results kept" in p for p in again.problems), again.problems
     assert graded.read_bytes() == before
     assert not list(root.glob(".copy-that-staging-*")), "the staging folders are removed"
+
+
+@SANDBOX
+def test_plain_nbgrader_autograde_from_the_course_root_is_sandboxed(course):
+    """The course configuration puts the sandboxed executor in nbgrader's own autograde: the same
+    attacks fail under `nbgrader autograde` as under `grade`."""
+    from tamper_corpus import _output_of, by_name
+
+    cases = by_name()
+    ctx = {"root": course, "port": 9, "marker": "4999"}
+    for name in ("read-secrets", "reads-host", "custom-exc"):
+        submit(course, "a1_views", f"plain-{name}", cases[name].build(ctx))
+    out = run_nbgrader("autograde", "a1_views", "--student", "plain-*", cwd=course)
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    log = out.stdout + out.stderr
+    assert "WITHOUT a sandbox" not in log
+    assert "plain-custom-exc/a1_views: FLAGGED for a manual look: error display tampered with" in log, log[-3000:]
+    def auto(student: str) -> float:
+        return sum(v for v in scores_of(course, "a1_views", student).values() if v >= 0)
+
+    assert auto("plain-custom-exc") == 9.0, "the swallowed error still fails"
+    for name in ("read-secrets", "reads-host"):
+        assert auto(f"plain-{name}") == 12.0
+        nb = nbformat.read(course / "autograded" / f"plain-{name}" / "a1_views" / "a1_views.ipynb", as_version=4)
+        printed = _output_of(type("R", (), {"autograded": nb}), "shares_memory")
+        assert "LEAKED" not in printed and ("blocked" in printed or "hidden" in printed), printed
