@@ -16,7 +16,7 @@ SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 UV_VERSION := 0.13.9
 FIND_LINKS ?= $(shell $(PYTHON) -m pip config get global.find-links 2>/dev/null)
 
-.PHONY: setup lab test exercises lectures check-exercises doctor system-deps test-deps bench clean site handout
+.PHONY: setup lab test conformance exercises lectures check-exercises doctor system-deps test-deps bench clean site handout
 
 setup: $(STAMP) system-deps
 
@@ -69,6 +69,11 @@ lab: setup
 test: test-deps
 	$(PY) -m pytest -n $(JOBS) --dist loadfile -m "not browser"
 	$(PY) -m pytest -p no:xdist -m browser
+
+# nbgrader's own test suite (autograde, generate_feedback, validate), plain and with the course's
+# grading settings in a user-level configuration: fails if the second passes fewer tests.
+conformance: test-deps
+	$(PY) tests/conformance.py
 
 exercises: setup
 	$(PY) -m autograder build
