@@ -17,6 +17,8 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     for col in ("", "what", "found", "what to do"):
         table.add_column(col)
     findings = diagnose()
+    if instructor_tools():
+        findings += grading_findings()
     for f in findings:
         table.add_row("[green]\u2713[/]" if f.ok else "[red]\u2717[/]", f.name, f.value, "" if f.ok else f.fix)
     console.print(table)
@@ -24,6 +26,20 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     if bad:
         console.print(f"[yellow]{len(bad)} thing(s) to fix; the course still runs, see the last column.[/]")
     return 0
+
+
+def grading_findings():
+    """What grading would run with here: a real sandbox started now, and which limits hold."""
+    from .grading.cgroups import available
+    from .grading.sandbox import probe
+    from .learner.doctor import Finding
+
+    problem = probe()
+    version, sentence = available()
+    return [Finding("grading sandbox (started now)", "works" if problem is None else problem, problem is None,
+                    "instructors: grading would run student code unsandboxed (see the README's grading section)"),
+            Finding("grading limits", sentence, version is not None,
+                    "run the grader as root (cgroup v1) or in a delegated cgroup v2 to sum limits per submission")]
 
 
 def cmd_build(args: argparse.Namespace) -> int:

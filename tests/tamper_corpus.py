@@ -306,6 +306,31 @@ for folder, _, names in os.walk('/run'):
         except OSError:
             pass
 """), FULL, extra=lambda r, ctx: _hidden_everywhere(r)),
+    Case("forked-memory", "eight forked children hold 300 MiB each: 2.4 GiB under a 2 GiB limit per process",
+         lambda ctx: with_code(after="""
+import os, time
+r, w = os.pipe()
+kids = []
+for _ in range(8):
+    pid = os.fork()
+    if pid == 0:
+        block = bytearray(300 << 20)
+        for i in range(0, len(block), 4096):
+            block[i] = 1
+        os.write(w, b'x')
+        time.sleep(4)
+        os._exit(0)
+    kids.append(pid)
+time.sleep(3)
+os.set_blocking(r, False)
+try:
+    held = len(os.read(r, 100))
+except BlockingIOError:
+    held = 0
+for pid in kids:
+    os.waitpid(pid, 0)
+print('HELD', held)
+"""), (0.0, FULL), extra=lambda r, ctx: _held_within(r)),
 ]
 
 
@@ -314,6 +339,18 @@ for folder, _, names in os.walk('/run'):
 def _planted_did_not_run(result) -> None:
     out = _output_of(result, "shares_memory")
     assert "clean" in out and "PLANTED RAN" not in out, out
+
+
+def _held_within(result) -> None:
+    """With a cgroup per submission, the children's 300 MiB blocks together stay within the
+    submission's 2 GiB (its test limit): at most six of the eight were ever held at once."""
+    from autograder.grading.cgroups import available
+
+    out = _output_of(result, "shares_memory")
+    if available()[0] is not None:
+        held = int(out.split("HELD", 1)[1].split()[0]) if "HELD" in out else 0
+        assert held <= 6, f"{held} x 300 MiB held at once under a 2 GiB limit: {out}"
+        assert any("passed its memory limit" in p for p in result.problems), result.problems
 
 
 def _hidden_everywhere(result) -> None:

@@ -191,8 +191,14 @@ def test_python_m_autograder_shows_its_commands():
 def test_doctor_reports_versions_and_graphviz():
     out = run_cli("doctor")
     assert out.returncode == 0, out.stderr
-    for word in ("torch", "2.13.0", "nbgrader", "dot (Graphviz)", "CUDA"):
+    for word in ("torch", "2.13.0", "nbgrader", "dot (Graphviz)", "CUDA", "grading sandbox", "grading limits"):
         assert word in out.stdout
+    from autograder.grading.cgroups import available
+    from autograder.grading.sandbox import probe
+
+    text = " ".join(out.stdout.split())
+    assert ("works" if probe() is None else "bubblewrap") in text
+    assert ("cgroup " + available()[0]) in text if available()[0] else "per process only" in text
 
 
 def test_build_check_passes_on_the_committed_release():

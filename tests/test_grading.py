@@ -27,7 +27,7 @@ VICTIM = "-victim"   # an honest copy of the reference answers, graded after eac
 RUNS_HOSTILE_CODE = {"exit-midway", "infinite-loop", "output-flood", "huge-allocation", "memory-hog", "fork-bomb",
                      "read-secrets", "write-gradebook", "delete-course", "network", "leftover-processes",
                      "patched-torch", "patched-helpers", "custom-exc", "no-traceback", "planted-config",
-                     "deep-tree", "reads-host"}
+                     "deep-tree", "reads-host", "forked-memory"}
 SANDBOX = pytest.mark.skipif(bwrap_path() is None and not os.environ.get("CI"),
                              reason="bubblewrap is not installed (make test-deps installs it as root)")
 TEST_LIMITS = Limits(memory_bytes=2 << 30, cell_timeout=8, notebook_timeout=120, cpu_seconds=60,
@@ -116,6 +116,17 @@ def test_tamper_case_has_its_outcome(case: Case, corpus):
         assert any(case.problem in p for p in r.problems), f"expected a problem with {case.problem!r}: {r.problems}"
     if case.extra:
         case.extra(r, ctx)
+
+
+@SANDBOX
+def test_memory_and_processes_are_limited_per_submission_where_cgroups_exist():
+    """The forked-memory case checks the sum only where a cgroup can be made; here, say which."""
+    from autograder.grading.cgroups import available
+
+    version, sentence = available()
+    if version is None:
+        pytest.skip(sentence)
+    assert version in ("v1", "v2") and "per submission" in sentence
 
 
 @SANDBOX

@@ -218,6 +218,7 @@ async def _execute(job: Job, slot: Slot) -> Outcome:
             except SlotError:
                 pass
 
+    oom_before = 0
     watchdog = threading.Timer(job.limits.notebook_timeout,
                                lambda: kill(f"the notebook ran past its {job.limits.notebook_timeout} s limit"))
     try:
@@ -225,6 +226,7 @@ async def _execute(job: Job, slot: Slot) -> Outcome:
             slot.restart()
         slot.clear()
         slot.put_files(job.files)
+        oom_before = slot.limit_submission(job.limits)
         km = slot.kernel_manager(job.limits)
         client = LimitedClient(
             nb, km=km, timeout=job.limits.cell_timeout, allow_errors=True, interrupt_on_timeout=True,
@@ -262,6 +264,14 @@ async def _execute(job: Job, slot: Slot) -> Outcome:
     if why_killed and not stop_reason:
         stop_reason = why_killed[0]
         problems.append(stop_reason)
+    if slot.cgroup is not None and slot.cgroup.oom_kills() > oom_before:
+        passed = (f"the submission's processes together passed its memory limit of "
+                  f"{job.limits.memory_bytes >> 20} MiB; the biggest was killed")
+        if stop_reason in problems:    # the kernel itself was the one killed: say why
+            problems[problems.index(stop_reason)] = passed
+            stop_reason = passed
+        else:                          # another of its processes: the notebook went on
+            problems.append(passed)
     _finish(nb, client, stop_reason, problems, flags)
     return Outcome(job.student, job.notebook, dict(nb), problems, flags, time.monotonic() - start)
 

@@ -29,6 +29,7 @@ from pathlib import Path
 from jupyter_client import AsyncKernelClient, AsyncKernelManager
 from jupyter_client.provisioning import LocalProvisioner
 
+SERVER_TASKS = 8       # tasks of bwrap and the fork server, besides a submission's own
 SLOT_UID_BASE = 61000   # slot i runs as uid SLOT_UID_BASE + i when the grader is root
 KERNEL_BASENAME = ".copy-that-kernel"
 
@@ -191,6 +192,7 @@ class Slot:
         self.proc: subprocess.Popen | None = None
         self.lock = threading.Lock()
         self.log_path = base_dir / f"slot{index}.log"
+        self.cgroup = None                 # a SlotCgroup where the grader may make one
 
     # -- life cycle ----------------------------------------------------------------------------
     def start(self, timeout: float = 300) -> None:
@@ -206,6 +208,13 @@ class Slot:
             env = dict(os.environ, OMP_NUM_THREADS="1")
             env.pop("MPLBACKEND", None)   # the kernel picks the inline backend, as in Jupyter
             env.pop("COPY_THAT_PIDNS", None)
+        if self.sandboxed and self.cgroup is None:
+            from .cgroups import SlotCgroup, available
+
+            if available()[0] is not None:
+                self.cgroup = SlotCgroup(f"slot{self.index}")
+        if self.cgroup is not None:
+            argv = self.cgroup.join_command(argv)
         with open(self.log_path, "wb") as log:   # bubblewrap's and the server's own messages
             self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log,
                                          cwd="/", env=env, text=True, start_new_session=True)
@@ -231,8 +240,11 @@ class Slot:
         self.proc = None
 
     def release(self) -> None:
-        """Close the slot and give its user id back."""
+        """Close the slot, remove its cgroup and give its user id back."""
         self.close()
+        if self.cgroup is not None:
+            self.cgroup.remove()
+            self.cgroup = None
         if self._uid_lock is not None:
             self._uid_lock.close()
             self._uid_lock = None
@@ -252,6 +264,15 @@ class Slot:
                 pass
         self.proc = None
         self.start()
+
+    def limit_submission(self, limits: "Limits") -> int:
+        """Set the slot's cgroup limits for the next submission: what the fork server holds now,
+        plus the submission's allowance.  Returns the OOM-kill count to compare with afterwards."""
+        if self.cgroup is None:
+            return 0
+        self.cgroup.set_limits(self.cgroup.usage() + limits.memory_bytes if limits.memory_bytes else None,
+                               SERVER_TASKS + limits.processes if limits.processes else None)
+        return self.cgroup.oom_kills()
 
     # -- the scratch folder ----------------------------------------------------------------------
     def _own(self, path: Path) -> None:

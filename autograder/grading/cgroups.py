@@ -1,0 +1,169 @@
+"""Limits summed over a slot's processes: a memory and a pids cgroup per slot.
+
+``setrlimit`` limits each process alone: six forked children under a 4 GiB address-space limit
+hold 24 GiB between them.  A cgroup counts every process of the slot together, and the pages
+of its RAM-backed ``/tmp`` with them.  A slot grades one submission at a time, so the slot's
+cgroup is the submission's: before each submission the memory limit is set to what the fork
+server holds plus the submission's allowance, and the process limit to the submission's.
+
+Both cgroup versions are supported, where the grader may create groups (as root, typically):
+
+- v1: a group in the ``memory`` and one in the ``pids`` hierarchy, under the grader's own;
+- v2: a group under the grader's own in the unified hierarchy, with ``memory`` and ``pids``
+  enabled in its parent's ``cgroup.subtree_control``.
+
+Where neither can be made, :func:`available` says why and the grader falls back to per-process
+limits (and says so).
+"""
+from __future__ import annotations
+
+import os
+import uuid
+from pathlib import Path
+
+CGROUP_ROOT = Path("/sys/fs/cgroup")
+
+
+def _own_path(controller: str | None) -> str | None:
+    """The grader's own cgroup in the hierarchy of ``controller`` (None: the unified one)."""
+    try:
+        lines = Path("/proc/self/cgroup").read_text().splitlines()
+    except OSError:
+        return None
+    for line in lines:
+        _, controllers, path = line.split(":", 2)
+        if controller is None and controllers == "" and line.startswith("0:"):
+            return path
+        if controller is not None and controller in controllers.split(","):
+            return path
+    return None
+
+
+def _unified_mount() -> Path | None:
+    try:
+        for line in Path("/proc/self/mountinfo").read_text().splitlines():
+            fields = line.split(" - ")
+            if len(fields) == 2 and fields[1].split()[0] == "cgroup2":
+                return Path(fields[0].split()[4])
+    except OSError:
+        pass
+    return None
+
+
+def _v1_parents() -> list[Path] | None:
+    parents = []
+    for controller in ("memory", "pids"):
+        mount, own = CGROUP_ROOT / controller, _own_path(controller)
+        if own is None or not (mount / "cgroup.procs").exists():
+            return None
+        parent = mount / own.lstrip("/")
+        if not os.access(parent, os.W_OK):
+            return None
+        parents.append(parent)
+    return parents
+
+
+def _v2_parent() -> Path | None:
+    mount, own = _unified_mount(), _own_path(None)
+    if mount is None or own is None:
+        return None
+    parent = mount / own.lstrip("/")
+    try:
+        enabled = (parent / "cgroup.subtree_control").read_text().split()
+        if not {"memory", "pids"} <= set(enabled):
+            wanted = {"memory", "pids"} & set((parent / "cgroup.controllers").read_text().split())
+            if wanted != {"memory", "pids"}:
+                return None
+            (parent / "cgroup.subtree_control").write_text(" ".join(f"+{c}" for c in sorted(wanted)))
+    except OSError:
+        return None   # not delegated to us, or processes sit in the parent (no internal processes)
+    return parent if os.access(parent, os.W_OK) else None
+
+
+def available() -> tuple[str | None, str]:
+    """('v1' | 'v2' | None, a sentence saying what is in force)."""
+    if _v2_parent() is not None:
+        return "v2", "cgroup v2: memory and processes are limited per submission, summed over its processes"
+    if _v1_parents() is not None:
+        return "v1", "cgroup v1: memory and processes are limited per submission, summed over its processes"
+    return None, ("no cgroup the grader may create (cgroup v1 memory+pids or a delegated cgroup v2): "
+                  "limits apply per process only")
+
+
+class SlotCgroup:
+    """A slot's cgroup: join it, set its limits, read what it used, remove it."""
+
+    def __init__(self, name: str):
+        self.version, _ = available()
+        if self.version is None:
+            raise OSError("no cgroup can be created")
+        unique = f"copy-that-{name}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+        parents = [_v2_parent()] if self.version == "v2" else _v1_parents()
+        self.dirs = [parent / unique for parent in parents]
+        for d in self.dirs:
+            d.mkdir()
+        if self.version == "v1":
+            # the tmpfs and the kernel's memory counted with the rest; no swap to escape to
+            _write(self.dirs[0] / "memory.swappiness", "0", missing_ok=True)
+
+    @property
+    def procs_files(self) -> list[str]:
+        return [str(d / "cgroup.procs") for d in self.dirs]
+
+    def join_command(self, argv: list[str]) -> list[str]:
+        """``argv`` started inside the group: a shell writes its own pid, then becomes ``argv``."""
+        script = "for f in " + " ".join(f"'{p}'" for p in self.procs_files) + \
+            '; do echo $$ > "$f" || exit 97; done; exec "$@"'
+        return ["/bin/sh", "-c", script, "sh", *argv]
+
+    def _memory(self) -> Path:
+        return self.dirs[0]
+
+    def _pids(self) -> Path:
+        return self.dirs[-1]
+
+    def usage(self) -> int:
+        name = "memory.current" if self.version == "v2" else "memory.usage_in_bytes"
+        return int(_read(self._memory() / name) or 0)
+
+    def set_limits(self, memory_bytes: int | None, processes: int | None) -> None:
+        if memory_bytes:
+            name = "memory.max" if self.version == "v2" else "memory.limit_in_bytes"
+            _write(self._memory() / name, str(int(memory_bytes)))
+            if self.version == "v2":
+                _write(self._memory() / "memory.swap.max", "0", missing_ok=True)
+        if processes:
+            _write(self._pids() / "pids.max", str(int(processes)))
+
+    def oom_kills(self) -> int:
+        if self.version == "v2":
+            text = _read(self._memory() / "memory.events") or ""
+        else:
+            text = _read(self._memory() / "memory.oom_control") or ""
+        for line in text.splitlines():
+            key, _, value = line.partition(" ")
+            if key == "oom_kill":
+                return int(value)
+        return 0
+
+    def remove(self) -> None:
+        for d in self.dirs:
+            try:
+                d.rmdir()
+            except OSError:
+                pass
+
+
+def _read(path: Path) -> str | None:
+    try:
+        return path.read_text().strip()
+    except OSError:
+        return None
+
+
+def _write(path: Path, value: str, missing_ok: bool = False) -> None:
+    try:
+        path.write_text(value)
+    except FileNotFoundError:
+        if not missing_ok:
+            raise
