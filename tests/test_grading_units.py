@@ -897,3 +897,53 @@ class TestScoreCell:
         res = score_cell(cell)
         assert (res.points, res.status) == (0.0, "failed")
         assert res.message == "ValueError: bad"
+
+
+# ---------------------------------------------------------------------------------------------
+# files that cross the sandbox's edge
+
+class TestFiles:
+
+    def test_regular_files_are_taken_notebooks_and_links_are_not(self, tmp_path):
+        from autograder.grading.files import submission_files
+
+        (tmp_path / "data.csv").write_text("1,2\n")
+        (tmp_path / "sub").mkdir()
+        (tmp_path / "sub" / "more.txt").write_text("x")
+        (tmp_path / "a1.ipynb").write_text("{}")
+        (tmp_path / "passwd").symlink_to("/etc/passwd")
+        (tmp_path / "linked-dir").symlink_to(tmp_path / "sub")
+        problems: list[str] = []
+        files = submission_files(tmp_path, problems)
+        assert files == {"data.csv": b"1,2\n", "sub/more.txt": b"x"}
+        assert sum("not a regular file" in p for p in problems) == 2, problems
+
+    def test_caps_on_each_file_the_count_and_the_total(self, tmp_path, monkeypatch):
+        from autograder.grading import files as f
+
+        monkeypatch.setattr(f, "MAX_FILE_BYTES", 10)
+        monkeypatch.setattr(f, "MAX_TOTAL_BYTES", 25)
+        monkeypatch.setattr(f, "MAX_FILES", 3)
+        (tmp_path / "big").write_bytes(b"x" * 11)
+        for name in "abcd":
+            (tmp_path / name).write_bytes(b"y" * 9)
+        sparse = tmp_path / "sparse"
+        with open(sparse, "wb") as out:
+            out.truncate(1 << 30)     # 1 GiB that takes no disk: counted at its full length
+        problems: list[str] = []
+        taken = f.submission_files(tmp_path, problems)
+        assert sorted(taken) == ["a", "b"], taken.keys()   # a+b = 18, c would pass 25
+        assert any("big" in p for p in problems) and any("sparse" in p for p in problems)
+        assert any("in all" in p for p in problems)
+
+    def test_what_the_kernel_wrote_comes_back_but_hidden_files_and_unchanged_inputs_do_not(self, tmp_path):
+        from autograder.grading.files import kernel_output_files
+
+        (tmp_path / "given.txt").write_text("same")
+        (tmp_path / "changed.txt").write_text("new")
+        (tmp_path / "side-effect.txt").write_text("made")
+        (tmp_path / ".kernel-config-x").mkdir()
+        (tmp_path / ".kernel-config-x" / "history.sqlite").write_text("h")
+        (tmp_path / ".copy-that-kernel.json").write_text("{}")
+        out = kernel_output_files(tmp_path, {"given.txt": b"same", "changed.txt": b"old"}, [])
+        assert out == {"changed.txt": b"new", "side-effect.txt": b"made"}

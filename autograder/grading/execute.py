@@ -17,82 +17,33 @@ server); it is started on first use and closed when the process exits.
 from __future__ import annotations
 
 import atexit
-import os
-import stat
 import threading
 from pathlib import Path
 
 from nbgrader.preprocessors import Execute
 from traitlets import Bool, Integer
 
+from .files import submission_files, write_files
 from .jobs import Job, add_guards
 from .sandbox import Limits, probe
-
-MAX_FILE_BYTES = 20 << 20     # one file a submission brings besides its notebooks
-MAX_TOTAL_BYTES = 64 << 20    # all of them together
-MAX_FILES = 200
 
 NO_SANDBOX = ("bubblewrap (bwrap) is not installed: student code runs WITHOUT a sandbox. It can read "
               "the solutions and the gradebook and reach the network. Install bubblewrap "
               "(sudo apt-get install bubblewrap) before grading real submissions.")
 
 
-def submission_files(folder: Path, problems: list[str] | None = None) -> dict[str, bytes]:
-    """The regular files under ``folder`` but notebooks, as relative path -> bytes.
+def require_python_kernel(nb) -> None:
+    """A slot forks Python kernels only.  A notebook that asks for a kernel this machine does not
+    have, or for another language, fails as it does under nbgrader's own Execute
+    (``NoSuchKernel``), rather than being run in Python anyway."""
+    name = (nb.metadata.get("kernelspec") or {}).get("name")
+    if not name:
+        return
+    from jupyter_client.manager import KernelManager
 
-    The folder is hostile data: no link is followed (a link, device or pipe is left out), and the
-    files are capped one by one, in number and in total bytes (counted at their full length, so
-    a sparse file counts as what it would become).  What was left out is said in ``problems``.
-    """
-    problems = problems if problems is not None else []
-    files: dict[str, bytes] = {}
-    total = 0
-
-    def skip(text: str) -> None:
-        if text not in problems:
-            problems.append(text)
-
-    def walk(directory: Path, rel: str, depth: int) -> None:
-        nonlocal total
-        if depth > 16:
-            skip(f"{rel}: folders nested too deep; left out")
-            return
-        try:
-            entries = sorted(os.scandir(directory), key=lambda e: e.name)
-        except OSError as exc:
-            skip(f"{rel or '.'}: cannot be listed ({exc.strerror}); left out")
-            return
-        for entry in entries:
-            name = f"{rel}/{entry.name}" if rel else entry.name
-            info = entry.stat(follow_symlinks=False)
-            if stat.S_ISDIR(info.st_mode):
-                walk(Path(entry.path), name, depth + 1)
-            elif not stat.S_ISREG(info.st_mode):
-                skip(f"{name}: not a regular file (a link, device or pipe); left out")
-            elif entry.name.endswith(".ipynb"):
-                continue
-            elif info.st_size > MAX_FILE_BYTES:
-                skip(f"{name}: {info.st_size} bytes, over the {MAX_FILE_BYTES} bytes a file may have; left out")
-            elif len(files) >= MAX_FILES:
-                skip(f"more than {MAX_FILES} files besides the notebooks; the rest left out")
-            elif total + info.st_size > MAX_TOTAL_BYTES:
-                skip(f"{name}: the files besides the notebooks pass {MAX_TOTAL_BYTES} bytes in all; left out")
-            else:
-                try:
-                    fd = os.open(entry.path, os.O_RDONLY | os.O_NOFOLLOW)
-                except OSError as exc:
-                    skip(f"{name}: cannot be read ({exc.strerror}); left out")
-                    continue
-                with os.fdopen(fd, "rb") as f:
-                    data = f.read(MAX_FILE_BYTES + 1)
-                if len(data) > MAX_FILE_BYTES:   # grew since it was listed
-                    skip(f"{name}: over the {MAX_FILE_BYTES} bytes a file may have; left out")
-                    continue
-                files[name] = data
-                total += len(data)
-
-    walk(Path(folder), "", 0)
-    return files
+    spec = KernelManager(kernel_name=name).kernel_spec   # as nbclient resolves it; NoSuchKernel if none
+    if (spec.language or "").lower() != "python":
+        raise RuntimeError(f"the notebook asks for the {spec.language} kernel {name!r}; the sandbox runs Python only")
 
 
 class _SharedPool:
@@ -155,6 +106,7 @@ class SandboxedExecute(Execute):
             if self.require_sandbox:
                 raise RuntimeError(f"no sandbox and SandboxedExecute.require_sandbox is set: {problem}")
             self.log.warning("%s. %s", problem, NO_SANDBOX)
+        require_python_kernel(nb)
         info = resources.get("nbgrader", {})
         student, notebook = info.get("student", "?"), info.get("notebook", "?")
         problems: list[str] = []
@@ -169,6 +121,7 @@ class SandboxedExecute(Execute):
             self.log.warning("%s/%s: %s", student, notebook, text)
         for text in outcome.flags:
             self.log.warning("%s/%s: FLAGGED for a manual look: %s", student, notebook, text)
+        write_files(Path(folder), outcome.files)
         from nbformat import from_dict
 
         return from_dict(outcome.nb), resources

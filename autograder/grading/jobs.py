@@ -24,6 +24,7 @@ from nbclient.exceptions import CellTimeoutError, DeadKernelError
 
 from ..kernel import guard
 from ..learner.cells import role
+from .files import kernel_output_files
 from .sandbox import Limits, Slot, SlotError
 
 GUARD_KEY = "copy_that_guard"
@@ -47,6 +48,7 @@ class Outcome:
     problems: list[str] = field(default_factory=list)   # what went wrong while running
     flags: list[str] = field(default_factory=list)      # reasons for a manual review
     seconds: float = 0.0
+    files: dict[str, bytes] = field(default_factory=dict)   # what the kernel wrote beside the notebook
 
 
 class _Stop(Exception):
@@ -260,6 +262,7 @@ async def _execute(job: Job, slot: Slot) -> Outcome:
         except SlotError:
             problems.append("the slot's fork server died; it was restarted")
             slot.restart()
+        written = kernel_output_files(slot.dir, job.files, problems)
         slot.clear()
     if why_killed and not stop_reason:
         stop_reason = why_killed[0]
@@ -273,5 +276,5 @@ async def _execute(job: Job, slot: Slot) -> Outcome:
         else:                          # another of its processes: the notebook went on
             problems.append(passed)
     _finish(nb, client, stop_reason, problems, flags)
-    return Outcome(job.student, job.notebook, dict(nb), problems, flags, time.monotonic() - start)
+    return Outcome(job.student, job.notebook, dict(nb), problems, flags, time.monotonic() - start, written)
 

@@ -29,7 +29,8 @@ import nbformat
 from traitlets.config import Config, PyFileConfigLoader
 
 from ..learner.cells import role
-from .execute import NO_SANDBOX, submission_files
+from .execute import NO_SANDBOX, require_python_kernel
+from .files import submission_files, write_files
 from .jobs import Job, Outcome, add_guards, execute
 from .sandbox import Limits, Slot, probe
 
@@ -318,6 +319,7 @@ class Grader:
             result.flags += repair(nb, self._release(notebook))
         nb, _ = self._run_preprocessors(self._configured("sanitize_preprocessors"), nb,
                                         self._resources(student, notebook))
+        require_python_kernel(nb)
         add_guards(nb)
         # the submission's own files; never a notebook: the one being graded holds the hidden tests
         files = submission_files(path.parent, result.problems)
@@ -373,7 +375,9 @@ class Grader:
         after_execute = [cls for cls in self._configured("autograde_preprocessors") if not issubclass(cls, Execute)]
         nb = nbformat.from_dict(outcome.nb)
         nb, _ = self._run_preprocessors(after_execute, nb, self._resources(outcome.student, outcome.notebook))
-        nbformat.write(nb, self._staged(outcome.student) / f"{outcome.notebook}.ipynb")
+        staged = self._staged(outcome.student)
+        write_files(staged, outcome.files)
+        nbformat.write(nb, staged / f"{outcome.notebook}.ipynb")
 
     def record_missing(self, student: str, notebook: str) -> None:
         with self._gradebook() as gb:
