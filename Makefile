@@ -8,7 +8,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 PORT   ?= 8888
-JOBS   ?= 2
+JOBS   ?= 3
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # The environment is installed by uv (pinned here), from requirements.txt: several times faster
 # than pip on a fresh machine.  uv does not read pip's configuration, so a wheel folder pip is
@@ -66,9 +66,11 @@ lab: setup
 	  $$( [ "$$(id -u)" = 0 ] && echo --allow-root ) \
 	  --ServerApp.root_dir="$(CURDIR)" --LabApp.default_url=/lab/tree/course/00_start_here.ipynb
 
+# One run on $(JOBS) workers, each test file on one worker, the longest files first
+# (tests/conftest.py): much of the suite waits on kernels and servers, so three workers keep two
+# cores busy.
 test: test-deps
-	$(PY) -m pytest -n $(JOBS) --dist loadfile -m "not browser"
-	$(PY) -m pytest -p no:xdist -m browser
+	$(PY) -m pytest -n $(JOBS) --dist loadfile
 
 # nbgrader's own test suite (autograde, generate_feedback, validate), plain and with the course's
 # grading settings in a user-level configuration: fails if the second passes fewer tests.

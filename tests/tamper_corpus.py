@@ -318,10 +318,10 @@ for _ in range(8):
         for i in range(0, len(block), 4096):
             block[i] = 1
         os.write(w, b'x')
-        time.sleep(4)
+        time.sleep(2)
         os._exit(0)
     kids.append(pid)
-time.sleep(3)
+time.sleep(1.5)
 os.set_blocking(r, False)
 try:
     held = len(os.read(r, 100))

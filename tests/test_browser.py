@@ -33,8 +33,8 @@ from autograder.learner.cells import RELEASE_DIR, role
 from autograder.course.layout import LECTURE_DIR, SOURCE_DIR, lectures
 from harness import ROOT, free_port, stop
 
-# The browser tests run after the parallel suite, alone on the machine (see the Makefile): under
-# the load of parallel grading a cold JupyterLab kernel can take minutes to answer.
+# The browser tests start first in `make test` (tests/conftest.py), beside the rest of the suite;
+# the waits below leave room for a JupyterLab kernel that starts slowly on a loaded machine.
 pytestmark = pytest.mark.browser
 
 CHROMIUM_FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",

@@ -1,6 +1,7 @@
 """``autograder grade``: the tamper corpus, agreement with plain nbgrader, the command line."""
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import socket
@@ -15,7 +16,7 @@ import nbformat
 import pytest
 
 from autograder.course.build import run_nbgrader
-from autograder.grading.runner import Grader, GradingError
+from autograder.grading.runner import Grader, GradingError, SlotPool
 from autograder.grading.sandbox import Limits, bwrap_path
 from harness import scratch_course, submission, submit
 from tamper_corpus import CASES, Case
@@ -30,7 +31,7 @@ RUNS_HOSTILE_CODE = {"exit-midway", "infinite-loop", "output-flood", "huge-alloc
                      "deep-tree", "reads-host", "forked-memory"}
 SANDBOX = pytest.mark.skipif(bwrap_path() is None and not os.environ.get("CI"),
                              reason="bubblewrap is not installed (make test-deps installs it as root)")
-TEST_LIMITS = Limits(memory_bytes=2 << 30, cell_timeout=8, notebook_timeout=120, cpu_seconds=60,
+TEST_LIMITS = Limits(memory_bytes=2 << 30, cell_timeout=5, notebook_timeout=120, cpu_seconds=60,
                      output_bytes=1 << 20)
 
 
@@ -236,7 +237,7 @@ def test_grade_command_prints_a_summary_and_exits_non_zero_for_broken_files(tmp_
     root = scratch_course(tmp_path / "c", "a1_views")
     submit(root, "a1_views", "alice", submission("a1_views"))
     submit(root, "a1_views", "bob", b"")
-    out = subprocess.run([sys.executable, "-m", "autograder", "grade", "a1_views", "--jobs", "2"], cwd=root,
+    out = subprocess.run([sys.executable, "-m", "autograder", "grade", "a1_views", "--jobs", "1"], cwd=root,
                          capture_output=True, text=True, timeout=600)
     assert out.returncode == 1, out.stdout + out.stderr
     text = " ".join(out.stdout.split())
@@ -260,6 +261,8 @@ def test_a_run_that_fails_or_is_interrupted_keeps_every_earlier_result(course, m
 
     root = course
     submit(root, "a1_views", "keeps", submission("a1_views"))
+    pool = SlotPool(1, sandboxed=True).__enter__()   # one fork server for the three runs
+    monkeypatch.setattr(runner, "SlotPool", lambda *a, **k: contextlib.nullcontext(pool))
     [first] = Grader(root, "a1_views", students=["keeps"], jobs=1, log=lambda m: None).run()
     assert first.score == 12.0
     graded = root / "autograded" / "keeps" / "a1_views" / "a1_views.ipynb"
@@ -281,6 +284,7 @@ def test_a_run_that_fails_or_is_interrupted_keeps_every_earlier_result(course, m
     assert not again.graded and any("earlier results kept" in p for p in again.problems), again.problems
     assert graded.read_bytes() == before
     assert not list(root.glob(".copy-that-staging-*")), "the staging folders are removed"
+    pool.__exit__(None, None, None)
 
 
 @SANDBOX
