@@ -31,6 +31,7 @@ c.Execute.interrupt_on_timeout = True
 # lines of a failing hidden test in its traceback (the diagnosis stays).
 c.GenerateFeedback.preprocessors = [
     "nbgrader.preprocessors.GetGrades",
+    "autograder.grading.inert.InertStudentContent",
     "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
     "autograder.grading.feedback.StripHiddenTracebacks",
     "nbgrader.preprocessors.ClearHiddenTests",
@@ -45,9 +46,11 @@ if _bindir not in os.environ.get("PATH", "").split(os.pathsep):
 
 # Student code runs in the grading sandbox, whoever starts the grading: `nbgrader autograde`
 # from this folder, the formgrader's Autograde button, or `python -m autograder grade`.
-# nbgrader's own list, with its Execute replaced by the sandboxed one.
+# nbgrader's own list, with its Execute replaced by the sandboxed one; what the student's code
+# displayed and wrote is then made inert (no script runs when the instructor opens it).
 c.Autograde.autograde_preprocessors = [
     "autograder.grading.execute.SandboxedExecute",
+    "autograder.grading.inert.InertStudentContent",
     "nbgrader.preprocessors.IgnorePattern",
     "nbconvert.preprocessors.ClearMetadataPreprocessor",
     "nbgrader.preprocessors.LimitOutput",

@@ -15,6 +15,7 @@ Without Chromium or Playwright the test is skipped, except under CI (``$CI`` set
 """
 from __future__ import annotations
 
+import json
 import os
 import re
 import secrets
@@ -326,3 +327,71 @@ def test_instructor_opens_the_formgrader(page, lab, shots):
     page.get_by_text(first, exact=True).first.wait_for(timeout=60_000)
     assert page.get_by_text("does not exist").count() == 0, "the formgrader says the exchange is missing"
     screenshot(page, shots / "5_instructor_formgrader.png")
+
+
+# --- student content is inert for the instructor ----------------------------------------------
+
+# Each payload, if it ran, would change the page title and create a file through the Jupyter API
+# with the instructor's session (the XSRF token is in a cookie the page can read).
+def _attack(tag: str) -> str:
+    return ("document.title='PWNED-" + tag + "';"
+            "fetch('/api/contents/pwned-" + tag + ".txt',{method:'PUT',headers:{'Content-Type':'application/json',"
+            "'X-XSRFToken':(document.cookie.match(/_xsrf=([^;]+)/)||[])[1]},"
+            "body:JSON.stringify({type:'file',format:'text',content:'pwned'})})")
+
+
+def _hostile_submission(course: Path) -> nbformat.NotebookNode:
+    """a1 with correct answers, whose code displays hostile HTML, SVG and JavaScript, and whose
+    written answer carries hostile markup and a javascript: link."""
+    from harness import reference_answers
+    from autograder.course.layout import fill_answers
+
+    release = nbformat.read(course / RELEASE_DIR / EXERCISE / f"{EXERCISE}.ipynb", as_version=4)
+    answers = reference_answers(EXERCISE)
+    code_id = next(gid for gid, src in answers.items() if src.lstrip().startswith("def "))
+    html = f'<img src=x onerror="{_attack("html")}"><script>{_attack("script")}</script>'
+    svg = f'<svg xmlns="http://www.w3.org/2000/svg" onload="{_attack("svg")}"><circle r="5"/></svg>'
+    answers[code_id] += (
+        "\nfrom IPython.display import HTML, SVG, Javascript, Markdown, display\n"
+        f"display(HTML({html!r}))\ndisplay(SVG({svg!r}))\ndisplay(Javascript({_attack('js')!r}))\n"
+        f"display(Markdown({'[open me](javascript:' + _attack('mdout') + ')'!r}))\n")
+    written = next(c for c in release.cells if c.cell_type == "markdown" and role(c).solution)
+    answers[role(written).grade_id] = (f"My answer. <img src=x onerror=\"{_attack('answer')}\"> "
+                                       f"[see here](javascript:{_attack('link')})")
+    return fill_answers(release, answers)
+
+
+def test_student_content_is_inert_in_the_formgrader(page, lab, shots):
+    """Autograded with the course configuration, then opened in the formgrader's manual grading:
+    no script of the student's runs, no file is created through the Jupyter API, no API request
+    leaves the page, and the student's markup is still shown, as text."""
+    from autograder.course.build import run_nbgrader
+    from nbgrader.api import Gradebook
+
+    base, token, course = lab
+    assert run_nbgrader("generate_assignment", EXERCISE, "--force", cwd=course).returncode == 0
+    target = course / "submitted" / "mallory" / EXERCISE / f"{EXERCISE}.ipynb"
+    target.parent.mkdir(parents=True)
+    nbformat.write(_hostile_submission(course), target)
+    graded = run_nbgrader("autograde", EXERCISE, "--student", "mallory", cwd=course)
+    assert graded.returncode == 0, graded.stdout[-3000:] + graded.stderr[-3000:]
+    stored = nbformat.read(course / "autograded" / "mallory" / EXERCISE / f"{EXERCISE}.ipynb", as_version=4)
+    shown = "".join(json.dumps(c.get("outputs", [])) if c.cell_type == "code" else c.source for c in stored.cells)
+    for live in ("<img src=x onerror", "<script>", "<svg", "application/javascript", "](javascript:"):
+        assert live not in shown, f"what the stored notebook shows still holds {live!r}"
+    assert "onerror" in shown, "the hostile outputs and answer were stored, made inert"
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
+        submission_id = gb.find_submission_notebook(EXERCISE, EXERCISE, "mallory").id
+
+    api_calls: list[str] = []
+    page.on("request", lambda r: api_calls.append(r.method + " " + r.url) if "/api/contents" in r.url else None)
+    page.goto(f"{base}/formgrader/submissions/{submission_id}/?token={token}")
+    page.get_by_text("My answer.").first.wait_for(timeout=60_000)
+    page.wait_for_timeout(3000)   # time for an onerror or onload to fire, had it been live
+    title = page.title()
+    screenshot(page, shots / "6_formgrader_hostile_submission_inert.png")
+    assert "PWNED" not in title, f"a student's script ran in the formgrader: title {title!r}"
+    assert not [c for c in api_calls if "pwned" in c], api_calls
+    assert not list(course.glob("pwned-*.txt")), "a file was created through the Jupyter API"
+    body = page.locator("body").inner_text()
+    assert "onerror" in body, "the student's markup is shown to the instructor as text"

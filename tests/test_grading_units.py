@@ -947,3 +947,59 @@ class TestFiles:
         (tmp_path / ".copy-that-kernel.json").write_text("{}")
         out = kernel_output_files(tmp_path, {"given.txt": b"same", "changed.txt": b"old"}, [])
         assert out == {"changed.txt": b"new", "side-effect.txt": b"made"}
+
+
+# ---------------------------------------------------------------------------------------------
+# student content made inert
+
+class TestInertStudentContent:
+    LIVE = ["<img", "<script", "<svg", "<iframe", "javascript:"]   # markup that could run, unescaped
+
+    def run(self, nb):
+        from autograder.grading.inert import InertStudentContent
+
+        out, _ = InertStudentContent()(copy.deepcopy(nb), {})   # called as nbgrader calls it
+        return out
+
+    def test_outputs_lose_scripts_svg_and_javascript_but_keep_text_and_pictures(self):
+        cell = new_code_cell("x")
+        cell.outputs = [
+            new_output("display_data", data={"text/html": "<b>ok</b><img src=x onerror=alert(1)><script>alert(2)</script>",
+                                             "text/plain": "ok"}),
+            new_output("display_data", data={"image/svg+xml": "<svg onload=alert(3)></svg>", "image/png": "iVBORw0K"}),
+            new_output("display_data", data={"application/javascript": "alert(4)"}),
+            new_output("execute_result", data={"text/markdown": "[x](javascript:alert(5))"}, execution_count=1),
+        ]
+        out = self.run(new_notebook(cells=[cell])).cells[0].outputs
+        text = json.dumps(out)
+        assert not [p for p in self.LIVE if p in text], text
+        assert "&lt;img src=x onerror=alert(1)&gt;" in out[0].data["text/html"], "escaped, shown as text"
+        assert "<b>ok</b>" in out[0].data["text/html"] and out[0].data["text/plain"] == "ok"
+        assert "image/svg+xml" not in out[1].data and out[1].data["image/png"] == "iVBORw0K"
+        assert "application/javascript" not in out[2].data
+
+    def test_written_answers_and_added_cells_are_cleaned_and_links_disarmed(self):
+        answer = new_markdown_cell("My answer: <img src=x onerror=\"fetch('/api/contents')\"> and "
+                                   "[click](javascript:alert(1)) and **bold**")
+        answer.metadata["nbgrader"] = nbgrader_meta("written", solution=True, grade=True, points=1,
+                                                    cell_type="markdown")
+        added = new_markdown_cell("<iframe src=\"https://evil.example\"></iframe><a href=\"javascript:alert(2)\">x</a>")
+        out = self.run(new_notebook(cells=[answer, added]))
+        for cell in out.cells:
+            assert not [p for p in self.LIVE if p in cell.source], cell.source
+        assert "**bold**" in out.cells[0].source
+
+    def test_the_instructors_locked_cells_are_left_as_they_are(self):
+        prose = new_markdown_cell("<details><summary>Hint</summary>Use `.storage()`</details>")
+        prose.metadata["nbgrader"] = nbgrader_meta("intro", locked=True, cell_type="markdown")
+        out = self.run(new_notebook(cells=[prose]))
+        assert out.cells[0].source == prose.source
+
+    def test_the_course_configuration_runs_it_in_autograde_and_feedback(self):
+        from traitlets.config import PyFileConfigLoader
+
+        config = PyFileConfigLoader("nbgrader_config.py", path=str(Path(__file__).parent.parent)).load_config()
+        name = "autograder.grading.inert.InertStudentContent"
+        steps = config.Autograde.autograde_preprocessors
+        assert steps.index(name) == steps.index("autograder.grading.execute.SandboxedExecute") + 1
+        assert name in config.GenerateFeedback.preprocessors
