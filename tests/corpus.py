@@ -115,6 +115,15 @@ def grade_with_the_course_grader(root, subs_by_assignment) -> dict[str, Graded]:
     return {a: read_grades(root, a, subs) for a, subs in subs_by_assignment.items()}
 
 
+def manual_cells_ungraded(graded: Graded, assignment: str) -> None:
+    """Every cell that is not auto-graded scores 0 of its points, as before any manual grading."""
+    auto = auto_cells(assignment)
+    for student, cells in graded.scores.items():
+        manual = {gid: v for gid, v in cells.items() if gid not in auto}
+        assert manual, f"{assignment} has hand-graded cells"
+        assert all(score == 0 and maximum > 0 for score, maximum in manual.values()), (student, manual)
+
+
 @lru_cache(maxsize=None)
 def release(assignment: str) -> nbformat.NotebookNode:
     return nbformat.read(release_notebook(assignment), as_version=4)

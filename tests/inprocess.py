@@ -104,6 +104,12 @@ def main(jobs: Path) -> int:
 
     pending = sorted(p for p in jobs.glob("*.ipynb") if not p.name.endswith(".out.ipynb"))
     shell = _shell()
+    # what is loaded now is shared with every child: keep the collector from touching it there
+    # (each page it writes to would be copied into the child)
+    import gc
+
+    gc.collect()
+    gc.freeze()
     running: dict[int, tuple[Path, float]] = {}
     while pending or running:
         while pending and len(running) < 2:

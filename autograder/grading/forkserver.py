@@ -158,6 +158,12 @@ def _kill_everything_else(child: int | None) -> None:
 def serve() -> int:
     ctypes.CDLL(None).prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
     preload()
+    # what is loaded now is shared with every kernel: keep the collector from touching it there
+    # (each page it writes to is copied into the kernel)
+    import gc
+
+    gc.collect()
+    gc.freeze()
     inp, out = sys.stdin, sys.stdout
     sys.stdout = sys.stderr  # nothing else may write on the control pipe
     child: int | None = None
