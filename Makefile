@@ -66,11 +66,12 @@ lab: setup
 	  $$( [ "$$(id -u)" = 0 ] && echo --allow-root ) \
 	  --ServerApp.root_dir="$(CURDIR)" --LabApp.default_url=/lab/tree/course/00_start_here.ipynb
 
-# One run on $(JOBS) workers, each test file on one worker, the longest files first
-# (tests/conftest.py): much of the suite waits on kernels and servers, so three workers keep two
-# cores busy.
+# The suite on $(JOBS) workers, each test file on one worker, the longest files first
+# (tests/conftest.py): much of it waits on kernels and servers, so three workers keep two cores
+# busy.  Then the browser tests alone: under that load a JupyterLab kernel is too slow to drive.
 test: test-deps
-	$(PY) -m pytest -n $(JOBS) --dist loadfile
+	$(PY) -m pytest -n $(JOBS) --dist loadfile -m "not browser"
+	$(PY) -m pytest -p no:xdist -m browser
 
 # nbgrader's own test suite (autograde, generate_feedback, validate), plain and with the course's
 # grading settings in a user-level configuration: fails if the second passes fewer tests.

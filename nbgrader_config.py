@@ -27,13 +27,15 @@ c.OverwriteCells.add_missing_cells = True
 c.Execute.timeout = 60
 c.Execute.interrupt_on_timeout = True
 
-# The feedback a learner gets never shows the hidden tests: neither their source nor the
-# lines of a failing hidden test in its traceback (the diagnosis stays).
+# The feedback a learner gets never shows the hidden tests: neither their source, nor the
+# lines of a failing hidden test in its traceback (the diagnosis stays), nor any line of one
+# that the submission's own code printed; and what the student's code displayed is inert.
 c.GenerateFeedback.preprocessors = [
     "nbgrader.preprocessors.GetGrades",
     "autograder.grading.inert.InertStudentContent",
     "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
     "autograder.grading.feedback.StripHiddenTracebacks",
+    "autograder.grading.feedback.RedactHiddenTestLines",
     "nbgrader.preprocessors.ClearHiddenTests",
 ]
 

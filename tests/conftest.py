@@ -8,7 +8,6 @@ from __future__ import annotations
 
 # by whole-file time on a quiet 2-core machine, longest first (see the durations `make test` prints)
 LONGEST_FIRST = ["test_nbgrader_plain.py", "test_grading.py", "test_corpus.py", "test_grader_agreement.py",
-                 "test_browser.py",
                  "test_course.py", "test_grading_scale.py", "test_progress.py", "test_site_handout.py",
                  "test_lectures.py", "test_package.py"]
 

@@ -262,7 +262,7 @@ print('\\u2713 all tests passed')
 def shares_memory(a, b):
     return a is b
 """), FULL - 3),
-    # --- lost cells, hostile files ---------------------------------------------------------------
+    # --- lost cells ------------------------------------------------------------------------------
     Case("deleted-answer-and-tests", "the shares_memory answer and both its test cells deleted",
          lambda ctx: edit(ref(), lambda nb: setattr(nb, "cells", [
              c for c in nb.cells if not (role(c).grade_id or "").startswith(("test_shares_memory", "shares_memory"))])),
@@ -270,10 +270,12 @@ def shares_memory(a, b):
     Case("deleted-everything-graded", "every answer and test cell deleted: only the prose is left",
          lambda ctx: edit(ref(), lambda nb: setattr(nb, "cells", [c for c in nb.cells if not role(c).grade_id])),
          0.0),
+    # --- hostile files -----------------------------------------------------------------------------
     Case("linked-notebook", "the notebook is a symbolic link to the instructor's solutions",
          lambda ctx: ref(), 0.0, graded=False, problem="is a link, not a file", link="solutions/a1_views/a1_views.ipynb"),
     Case("bad-timestamp", "timestamp.txt holds no date", lambda ctx: ref(), FULL,
          problem="timestamp.txt is unreadable", files={"timestamp.txt": "the day before the deadline"}),
+    # --- attacks on the slot and the next submission -----------------------------------------------
     Case("deep-tree", "leaves a folder tree deeper than Python's recursion limit in the scratch folder",
          lambda ctx: with_code(after="""
 import os
@@ -283,6 +285,15 @@ for _ in range(3000):
     os.chdir('d')
 os.chdir(start)
 """), FULL),
+    Case("poisoned-server", "plants json.py and torch.py in its folder, then kills the fork server",
+         lambda ctx: with_code(after="""
+import os, signal
+for name in ('json.py', 'torch.py', 'sitecustomize.py'):
+    with open(name, 'w') as f:
+        f.write("open('/tmp/poisoned', 'w').write('yes')\\nraise SystemExit('poisoned')\\n")
+os.kill(os.getppid(), signal.SIGKILL)
+"""), (0.0, FULL)),
+    # --- reaching the host -------------------------------------------------------------------------
     Case("reads-host", "looks for the host's files: other checkouts, /srv, /var, /run sockets, home folders",
          lambda ctx: with_code(after=f"""
 import os, socket
@@ -306,31 +317,59 @@ for folder, _, names in os.walk('/run'):
         except OSError:
             pass
 """), FULL, extra=lambda r, ctx: _hidden_everywhere(r)),
+    # --- limits per submission ---------------------------------------------------------------------
     Case("forked-memory", "eight forked children hold 300 MiB each: 2.4 GiB under a 2 GiB limit per process",
          lambda ctx: with_code(after="""
 import os, time
-r, w = os.pipe()
+hold_r, hold_w = os.pipe()
 kids = []
 for _ in range(8):
     pid = os.fork()
     if pid == 0:
-        block = bytearray(300 << 20)
-        for i in range(0, len(block), 4096):
-            block[i] = 1
-        os.write(w, b'x')
-        time.sleep(2)
-        os._exit(0)
+        try:
+            os.close(hold_w)
+            block = bytearray(300 << 20)
+            for i in range(0, len(block), 4096):
+                block[i] = 1
+            os.read(hold_r, 1)      # hold the block until the parent has counted
+        finally:
+            os._exit(0)
     kids.append(pid)
-time.sleep(1.5)
-os.set_blocking(r, False)
-try:
-    held = len(os.read(r, 100))
-except BlockingIOError:
-    held = 0
-for pid in kids:
+os.close(hold_r)
+time.sleep(3)                       # every child has allocated by now, or was killed
+alive = [pid for pid in kids if os.waitpid(pid, os.WNOHANG) == (0, 0)]
+os.close(hold_w)
+for pid in alive:
     os.waitpid(pid, 0)
-print('HELD', held)
+killed = len(kids) - len(alive)
+print('HELD', len(alive), 'KILLED', killed)
 """), (0.0, FULL), extra=lambda r, ctx: _held_within(r)),
+    Case("fills-scratch", "writes 250 MiB files into its folder until the disk is full",
+         lambda ctx: with_code(after="""
+written = 0
+try:
+    for i in range(4):
+        with open(f'fill{i}.bin', 'wb') as f:
+            for _ in range(250):
+                f.write(bytes(1 << 20))
+                written += 1
+except OSError as e:
+    print('STOPPED', type(e).__name__)
+print('WROTE', written)
+"""), FULL, extra=lambda r, ctx: _scratch_within(r)),
+    # --- reading the hidden tests ------------------------------------------------------------------
+    Case("prints-hidden-tests", "a correct answer that reads its caller's source (the hidden test) and prints it",
+         lambda ctx: with_code(after="""
+import inspect
+_real_shares_memory = shares_memory
+def shares_memory(a, b):
+    for info in inspect.stack()[1:4]:
+        try:
+            print(inspect.getsource(info.frame))
+        except Exception:
+            pass
+    return _real_shares_memory(a, b)
+"""), FULL),
 ]
 
 
@@ -341,16 +380,28 @@ def _planted_did_not_run(result) -> None:
     assert "clean" in out and "PLANTED RAN" not in out, out
 
 
+def _scratch_within(result) -> None:
+    """Where the grader may mount (root), the scratch folder is a 512 MiB tmpfs: the writes stop."""
+    import os
+
+    out = _output_of(result, "shares_memory")
+    if os.geteuid() == 0:
+        written = int(out.split("WROTE", 1)[1].split()[0])
+        assert "STOPPED" in out and written <= 512, out
+
+
 def _held_within(result) -> None:
     """With a cgroup per submission, the children's 300 MiB blocks together stay within the
-    submission's 2 GiB (its test limit): at most six of the eight were ever held at once."""
+    submission's 2 GiB (its test limit): at most six of the eight are alive holding theirs."""
     from autograder.grading.cgroups import available
 
     out = _output_of(result, "shares_memory")
     if available()[0] is not None:
-        held = int(out.split("HELD", 1)[1].split()[0]) if "HELD" in out else 0
+        assert "HELD" in out, out
+        held, killed = int(out.split("HELD", 1)[1].split()[0]), int(out.split("KILLED", 1)[1].split()[0])
         assert held <= 6, f"{held} x 300 MiB held at once under a 2 GiB limit: {out}"
-        assert any("passed its memory limit" in p for p in result.problems), result.problems
+        if killed:   # the cgroup's OOM killer took some: the grader says so
+            assert any("passed its memory limit" in p for p in result.problems), result.problems
 
 
 def _hidden_everywhere(result) -> None:

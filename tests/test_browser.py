@@ -34,8 +34,8 @@ from autograder.learner.cells import RELEASE_DIR, role
 from autograder.course.layout import LECTURE_DIR, SOURCE_DIR, lectures
 from harness import ROOT, free_port, stop
 
-# The browser tests start first in `make test` (tests/conftest.py), beside the rest of the suite;
-# the waits below leave room for a JupyterLab kernel that starts slowly on a loaded machine.
+# The browser tests run after the parallel suite, alone on the machine (see the Makefile): beside
+# parallel grading a JupyterLab kernel took over 150 s to run the start notebook.
 pytestmark = pytest.mark.browser
 
 CHROMIUM_FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",

@@ -28,7 +28,8 @@ VICTIM = "-victim"   # an honest copy of the reference answers, graded after eac
 RUNS_HOSTILE_CODE = {"exit-midway", "infinite-loop", "output-flood", "huge-allocation", "memory-hog", "fork-bomb",
                      "read-secrets", "write-gradebook", "delete-course", "network", "leftover-processes",
                      "patched-torch", "patched-helpers", "custom-exc", "no-traceback", "planted-config",
-                     "deep-tree", "reads-host", "forked-memory"}
+                     "deep-tree", "reads-host", "forked-memory", "poisoned-server",
+                     "fills-scratch"}
 SANDBOX = pytest.mark.skipif(bwrap_path() is None and not os.environ.get("CI"),
                              reason="bubblewrap is not installed (make test-deps installs it as root)")
 TEST_LIMITS = Limits(memory_bytes=2 << 30, cell_timeout=5, notebook_timeout=120, cpu_seconds=60,
@@ -175,6 +176,28 @@ def test_gradebook_and_autograded_notebooks_work_for_nbgrader(corpus):
     assert any(row.startswith("a1_views") and ",honest," in row for row in rows)
 
 
+@SANDBOX
+def test_feedback_holds_no_line_of_a_hidden_test_whatever_the_submission_printed(corpus):
+    import html as html_module
+
+    from autograder.grading.feedback import hidden_test_lines
+
+    _, ctx = corpus
+    root = ctx["root"]
+    student = "prints-hidden-tests"
+    hidden = hidden_test_lines(nbformat.read(root / "solutions" / "a1_views" / "a1_views.ipynb", as_version=4))
+    assert hidden
+    graded = nbformat.read(root / "autograded" / student / "a1_views" / "a1_views.ipynb", as_version=4)
+    printed = "".join(o.get("text", "") for c in graded.cells for o in c.get("outputs", []))
+    assert any(line in printed for line in hidden), "the attack printed hidden test lines into the outputs"
+    out = run_nbgrader("generate_feedback", "a1_views", "--student", student, cwd=root)
+    assert out.returncode == 0, out.stderr[-3000:]
+    page = html_module.unescape((root / "feedback" / student / "a1_views" / "a1_views.html").read_text())
+    leaked = [line for line in hidden if line in page]
+    assert not leaked, f"the feedback shows hidden test lines: {leaked[:3]}"
+    assert "removed from the feedback" in page
+
+
 @pytest.fixture(scope="module")
 def course(tmp_path_factory):
     return scratch_course(tmp_path_factory.mktemp("course"), "a1_views")
@@ -190,6 +213,16 @@ def test_grading_without_bubblewrap_warns_and_can_refuse(course, monkeypatch):
     assert messages and "WITHOUT a sandbox" in messages[0] and "not installed" in messages[0]
     with pytest.raises(GradingError, match="--require-sandbox"):
         Grader(root, "a1_views", require_sandbox=True, log=messages.append)
+
+
+@SANDBOX
+def test_without_cgroups_the_grader_says_limits_are_per_process(course, monkeypatch):
+    import autograder.grading.cgroups as cgroups
+
+    monkeypatch.setattr(cgroups, "available", lambda: (None, "no cgroup the grader may create"))
+    messages = []
+    Grader(course, "a1_views", log=messages.append)
+    assert any("no cgroup the grader may create" in m and "six times its memory" in m for m in messages), messages
 
 
 def test_a_bwrap_that_cannot_make_namespaces_is_no_sandbox_and_its_own_message_is_shown(course, tmp_path,

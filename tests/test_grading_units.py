@@ -1003,3 +1003,21 @@ class TestInertStudentContent:
         steps = config.Autograde.autograde_preprocessors
         assert steps.index(name) == steps.index("autograder.grading.execute.SandboxedExecute") + 1
         assert name in config.GenerateFeedback.preprocessors
+
+
+class TestRedactHiddenTestLines:
+
+    def test_lines_of_hidden_tests_are_removed_from_every_output_and_the_rest_stays(self):
+        from autograder.grading.feedback import REDACTED, RedactHiddenTestLines
+
+        hidden_line = "assert shares_memory(x, x[1:]) is True, 'a view'"
+        test = new_code_cell(f"check(1)\n### BEGIN HIDDEN TESTS\n{hidden_line}\npass\n### END HIDDEN TESTS\n")
+        answer = new_code_cell("print(stuff)")
+        answer.outputs = [new_output("stream", name="stdout", text=f"before\n    {hidden_line}\npass\nafter\n"),
+                          new_output("display_data", data={"text/plain": hidden_line, "text/html": f"<p>{hidden_line}</p>"}),
+                          new_output("error", ename="X", evalue=hidden_line, traceback=[hidden_line])]
+        out, _ = RedactHiddenTestLines()(new_notebook(cells=[test, answer]), {})
+        outputs = out.cells[1].outputs
+        assert outputs[0].text == f"before\n{REDACTED}\npass\nafter\n"
+        assert hidden_line not in json.dumps(outputs)
+        assert out.cells[0].source.count(hidden_line) == 1, "the source is ClearHiddenTests' job, later"

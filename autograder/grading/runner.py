@@ -252,6 +252,12 @@ class Grader:
             if require_sandbox:
                 raise GradingError(f"no sandbox and --require-sandbox was given: {problem}")
             log(f"WARNING: {problem}. {NO_SANDBOX}")
+        else:
+            from .cgroups import available
+
+            version, sentence = available()
+            if version is None:
+                log(f"WARNING: {sentence}: six processes of one submission may hold six times its memory.")
         self.students = students or self._find_students()
 
     # -- course layout ---------------------------------------------------------------------------

@@ -90,6 +90,7 @@ SYSTEM_PATHS = ["/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32",
                 "/etc/localtime", "/etc/nsswitch.conf", "/etc/passwd", "/etc/group", "/etc/fonts",
                 "/sys/devices/system/cpu"]
 SCRATCH_TMP_BYTES = 256 << 20   # the kernel's /tmp: RAM-backed, so it is sized
+SCRATCH_BYTES = 512 << 20       # the slot's scratch folder, where the grader may mount a tmpfs
 
 
 def visible_paths() -> list[Path]:
@@ -193,10 +194,16 @@ class Slot:
         self.lock = threading.Lock()
         self.log_path = base_dir / f"slot{index}.log"
         self.cgroup = None                 # a SlotCgroup where the grader may make one
+        self.scratch_mounted = False       # the scratch folder is a sized tmpfs of its own
 
     # -- life cycle ----------------------------------------------------------------------------
     def start(self, timeout: float = 300) -> None:
         self.dir.mkdir(parents=True, exist_ok=True)
+        if self.sandboxed and os.geteuid() == 0 and not self.scratch_mounted:
+            # a size-limited scratch folder (its pages count in the slot's cgroup as well)
+            mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={SCRATCH_BYTES},mode=0700",
+                                      "copy-that-scratch", str(self.dir)], capture_output=True)
+            self.scratch_mounted = mounted.returncode == 0
         if self.uid is not None:
             os.chmod(self.dir.parent, 0o711)  # the slot's user must traverse to its folder
         self._own(self.dir)
@@ -245,6 +252,9 @@ class Slot:
         if self.cgroup is not None:
             self.cgroup.remove()
             self.cgroup = None
+        if self.scratch_mounted:
+            subprocess.run(["umount", "-l", str(self.dir)], capture_output=True)
+            self.scratch_mounted = False
         if self._uid_lock is not None:
             self._uid_lock.close()
             self._uid_lock = None
