@@ -162,6 +162,12 @@ def cmd_grade(args: argparse.Namespace) -> int:
         console.print(f"[red]{exc}[/]")
         return 2
     if not grader.students:
+        known = sorted(p.name for p in (grader.root / grader.coursedir.source_directory).iterdir() if p.is_dir()) \
+            if (grader.root / grader.coursedir.source_directory).is_dir() else []
+        if args.assignment not in known:
+            console.print(f"[red]no assignment {args.assignment!r} in {grader.coursedir.source_directory}/; "
+                          f"there are: {', '.join(known) or 'none'}[/]")
+            return 2
         console.print(f"[yellow]no submissions found in submitted/*/{args.assignment}/[/]")
         return 0
     with Progress(TextColumn("grading {task.description}"), BarColumn(), MofNCompleteColumn(),
@@ -172,7 +178,7 @@ def cmd_grade(args: argparse.Namespace) -> int:
         except GradingError as exc:
             console.print(f"[red]{exc}[/]")
             return 2
-    table = Table(title=f"{args.assignment}: {len(results)} submissions")
+    table = Table(title=f"{args.assignment}: {len(results)} submission{'' if len(results) == 1 else 's'}")
     for col, justify in (("student", "left"), ("score", "right"), ("max", "right"), ("flags", "left"), ("problems", "left")):
         table.add_column(col, justify=justify)
     for r in results:

@@ -336,7 +336,7 @@ for _ in range(8):
             os._exit(0)
     kids.append(pid)
 os.close(hold_r)
-time.sleep(3)                       # every child has allocated by now, or was killed
+time.sleep(2.5)                     # every child has allocated by now, or was killed
 alive = [pid for pid in kids if os.waitpid(pid, os.WNOHANG) == (0, 0)]
 os.close(hold_w)
 for pid in alive:

@@ -32,7 +32,7 @@ RUNS_HOSTILE_CODE = {"exit-midway", "infinite-loop", "output-flood", "huge-alloc
                      "fills-scratch"}
 SANDBOX = pytest.mark.skipif(bwrap_path() is None and not os.environ.get("CI"),
                              reason="bubblewrap is not installed (make test-deps installs it as root)")
-TEST_LIMITS = Limits(memory_bytes=2 << 30, cell_timeout=5, notebook_timeout=120, cpu_seconds=60,
+TEST_LIMITS = Limits(memory_bytes=2 << 30, cell_timeout=10, notebook_timeout=120, cpu_seconds=60,
                      output_bytes=1 << 20)
 
 
@@ -129,6 +129,17 @@ def test_memory_and_processes_are_limited_per_submission_where_cgroups_exist():
     if version is None:
         pytest.skip(sentence)
     assert version in ("v1", "v2") and "per submission" in sentence
+
+
+@SANDBOX
+def test_flags_reach_the_gradebook_where_the_formgrader_shows_them(corpus):
+    from nbgrader.api import Gradebook
+
+    results, ctx = corpus
+    with Gradebook(f"sqlite:///{ctx['root'] / 'gradebook.db'}") as gb:
+        marked = {s: gb.find_submission_notebook("a1_views", "a1_views", s).flagged for s in results}
+    assert {s for s, flagged in marked.items() if flagged} == {s for s, r in results.items() if r.flags}
+    assert marked["custom-exc"] and not marked["honest"]
 
 
 @SANDBOX
@@ -335,6 +346,11 @@ def test_plain_nbgrader_autograde_from_the_course_root_is_sandboxed(course):
     log = out.stdout + out.stderr
     assert "WITHOUT a sandbox" not in log
     assert "plain-custom-exc/a1_views: FLAGGED for a manual look: error display tampered with" in log, log[-3000:]
+    from nbgrader.api import Gradebook
+
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
+        assert gb.find_submission_notebook("a1_views", "a1_views", "plain-custom-exc").flagged
+        assert not gb.find_submission_notebook("a1_views", "a1_views", "plain-read-secrets").flagged
     def auto(student: str) -> float:
         return sum(v for v in scores_of(course, "a1_views", student).values() if v >= 0)
 
@@ -344,3 +360,11 @@ def test_plain_nbgrader_autograde_from_the_course_root_is_sandboxed(course):
         nb = nbformat.read(course / "autograded" / f"plain-{name}" / "a1_views" / "a1_views.ipynb", as_version=4)
         printed = _output_of(type("R", (), {"autograded": nb}), "shares_memory")
         assert "LEAKED" not in printed and ("blocked" in printed or "hidden" in printed), printed
+
+
+def test_a_misspelt_assignment_is_named_as_such(course):
+    out = subprocess.run([sys.executable, "-m", "autograder", "grade", "a1_veiws"], cwd=course,
+                         capture_output=True, text=True, timeout=120)
+    text = " ".join(out.stdout.split())
+    assert out.returncode == 2, out.stdout + out.stderr
+    assert "no assignment 'a1_veiws' in solutions/" in text and "a1_views" in text, text

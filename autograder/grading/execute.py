@@ -32,6 +32,16 @@ NO_SANDBOX = ("bubblewrap (bwrap) is not installed: student code runs WITHOUT a 
               "(sudo apt-get install bubblewrap) before grading real submissions.")
 
 
+def flag_in_gradebook(db_url: str, assignment: str, student: str, notebook: str) -> None:
+    """Set nbgrader's own ``flagged`` mark on a submitted notebook, which the formgrader shows.
+    Only ever set: a flag a human grader put there is never cleared by a re-grade."""
+    from nbgrader.api import Gradebook
+
+    with Gradebook(db_url) as gb:
+        gb.find_submission_notebook(notebook, assignment, student).flagged = True
+        gb.db.commit()
+
+
 def require_python_kernel(nb) -> None:
     """A slot forks Python kernels only.  A notebook that asks for a kernel this machine does not
     have, or for another language, fails as it does under nbgrader's own Execute
@@ -121,6 +131,8 @@ class SandboxedExecute(Execute):
             self.log.warning("%s/%s: %s", student, notebook, text)
         for text in outcome.flags:
             self.log.warning("%s/%s: FLAGGED for a manual look: %s", student, notebook, text)
+        if outcome.flags and info.get("db_url"):
+            flag_in_gradebook(info["db_url"], info["assignment"], student, notebook)
         write_files(Path(folder), outcome.files)
         from nbformat import from_dict
 

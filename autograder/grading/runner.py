@@ -29,7 +29,7 @@ import nbformat
 from traitlets.config import Config, PyFileConfigLoader
 
 from ..learner.cells import role
-from .execute import NO_SANDBOX, require_python_kernel
+from .execute import NO_SANDBOX, flag_in_gradebook, require_python_kernel
 from .files import submission_files, write_files
 from .jobs import Job, Outcome, add_guards, execute
 from .sandbox import Limits, Slot, probe
@@ -385,6 +385,7 @@ class Grader:
         write_files(staged, outcome.files)
         nbformat.write(nb, staged / f"{outcome.notebook}.ipynb")
 
+
     def record_missing(self, student: str, notebook: str) -> None:
         with self._gradebook() as gb:
             sub = gb.find_submission_notebook(notebook, self.assignment, student)
@@ -447,6 +448,9 @@ class Grader:
                     self.totals(results[student])
                     if student not in failed:
                         self.publish(student)
+                    if results[student].flags:    # the formgrader's "flagged" column
+                        for notebook in notebooks:
+                            flag_in_gradebook(self.db_url, self.assignment, student, notebook)
                 except Exception as exc:
                     results[student].problems.append(f"no totals: {exc}")
                     results[student].graded = False
