@@ -18,7 +18,7 @@ import pytest
 from autograder.course.build import run_nbgrader
 from autograder.grading.runner import Grader, GradingError, SlotPool
 from autograder.grading.sandbox import Limits, bwrap_path
-from harness import scratch_course, submission, submit
+from harness import reference_answers, scratch_course, submission, submit
 from tamper_corpus import CASES, Case
 
 
@@ -368,3 +368,22 @@ def test_a_misspelt_assignment_is_named_as_such(course):
     text = " ".join(out.stdout.split())
     assert out.returncode == 2, out.stdout + out.stderr
     assert "no assignment 'a1_veiws' in solutions/" in text and "a1_views" in text, text
+
+
+def reference_answer(cell: str) -> str:
+    return reference_answers("a1_views")[cell]
+
+
+@SANDBOX
+def test_cpu_time_is_capped_over_all_of_a_submissions_processes(course):
+    """Three forked spinners under a 4 s CPU limit: each alone stays under its RLIMIT_CPU for a
+    while, together they pass 4 s within about two seconds and the submission is stopped."""
+    spin = ("import os, time\nkids = [os.fork() for _ in range(3)]\nif 0 in kids:\n    end = time.time() + 20\n"
+            "    while time.time() < end:\n        pass\n    os._exit(0)\nfor k in kids:\n    os.waitpid(k, 0)\n")
+    submit(course, "a1_views", "spinner", submission("a1_views", {"count_storages":
+        reference_answer("count_storages") + "\n" + spin}))
+    limits = Limits(memory_bytes=2 << 30, cell_timeout=30, notebook_timeout=60, cpu_seconds=4)
+    start = time.monotonic()
+    [r] = Grader(course, "a1_views", students=["spinner"], jobs=1, limits=limits, log=lambda m: None).run()
+    assert any("together used more than 4 s of CPU time" in p for p in r.problems), r.problems
+    assert time.monotonic() - start < 25, "stopped well before the spinners' 20 s"

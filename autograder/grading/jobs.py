@@ -223,6 +223,14 @@ async def _execute(job: Job, slot: Slot) -> Outcome:
     oom_before = 0
     watchdog = threading.Timer(job.limits.notebook_timeout,
                                lambda: kill(f"the notebook ran past its {job.limits.notebook_timeout} s limit"))
+    finished = threading.Event()
+
+    def watch_cpu(baseline: float) -> None:
+        # RLIMIT_CPU caps each process; this caps them all together (polled once a second)
+        while not finished.wait(1.0):
+            if slot.cpu_seconds() - baseline > job.limits.cpu_seconds:
+                kill(f"the submission's processes together used more than {job.limits.cpu_seconds} s of CPU time")
+                return
     try:
         if not slot.alive():
             slot.restart()
@@ -237,6 +245,8 @@ async def _execute(job: Job, slot: Slot) -> Outcome:
             resources={"metadata": {"path": str(slot.dir)}},
         )
         watchdog.start()
+        if job.limits.cpu_seconds:
+            threading.Thread(target=watch_cpu, args=(slot.cpu_seconds(),), daemon=True).start()
         await client.async_execute()
     except (DeadKernelError, CellTimeoutError, RuntimeError, asyncio.TimeoutError, SlotError) as exc:
         stop_reason = why_killed[0] if why_killed else (
@@ -245,6 +255,7 @@ async def _execute(job: Job, slot: Slot) -> Outcome:
         problems.append(stop_reason)
     finally:
         watchdog.cancel()
+        finished.set()
         if km is not None:
             try:
                 if km.has_kernel:

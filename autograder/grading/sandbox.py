@@ -275,6 +275,27 @@ class Slot:
         self.proc = None
         self.start()
 
+    def cpu_seconds(self) -> float:
+        """CPU time used so far by every process in the slot (its fork server included), with
+        what they collected from children that have ended."""
+        import psutil
+
+        if self.proc is None:
+            return 0.0
+        try:
+            procs = [psutil.Process(self.proc.pid)]
+            procs += procs[0].children(recursive=True)
+        except psutil.Error:
+            return 0.0
+        total = 0.0
+        for p in procs:
+            try:
+                t = p.cpu_times()
+                total += t.user + t.system + t.children_user + t.children_system
+            except psutil.Error:
+                pass
+        return total
+
     def limit_submission(self, limits: "Limits") -> int:
         """Set the slot's cgroup limits for the next submission: what the fork server holds now,
         plus the submission's allowance.  Returns the OOM-kill count to compare with afterwards."""
