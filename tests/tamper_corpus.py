@@ -382,10 +382,10 @@ def _planted_did_not_run(result) -> None:
 
 def _scratch_within(result) -> None:
     """Where the grader may mount (root), the scratch folder is a 512 MiB tmpfs: the writes stop."""
-    import os
+    from autograder.grading.sandbox import scratch_is_sized
 
     out = _output_of(result, "shares_memory")
-    if os.geteuid() == 0:
+    if scratch_is_sized():
         written = int(out.split("WROTE", 1)[1].split()[0])
         assert "STOPPED" in out and written <= 512, out
 

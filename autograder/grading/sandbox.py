@@ -51,6 +51,27 @@ class Limits:
         return {k: d[k] for k in ("memory_bytes", "cpu_seconds", "processes", "file_bytes")}
 
 
+def mount_scratch(folder: Path) -> bool:
+    """Mount a tmpfs of SCRATCH_BYTES on ``folder``; False where the grader may not mount (not
+    root, or a container without the right): the folder then stays a plain one."""
+    if os.geteuid() != 0 or not shutil.which("mount"):
+        return False
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={SCRATCH_BYTES},mode=0700", "copy-that-scratch",
+                           str(folder)], capture_output=True)
+    return done.returncode == 0
+
+
+def scratch_is_sized() -> bool:
+    """Whether slots here get a size-limited scratch folder (tried on a folder of its own)."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="copy-that-mount-probe-") as tmp:
+        if not mount_scratch(Path(tmp)):
+            return False
+        subprocess.run(["umount", "-l", tmp], capture_output=True)
+        return True
+
+
 class SlotError(RuntimeError):
     """The slot's fork server died or stopped answering."""
 
@@ -199,11 +220,9 @@ class Slot:
     # -- life cycle ----------------------------------------------------------------------------
     def start(self, timeout: float = 300) -> None:
         self.dir.mkdir(parents=True, exist_ok=True)
-        if self.sandboxed and os.geteuid() == 0 and not self.scratch_mounted:
+        if self.sandboxed and not self.scratch_mounted:
             # a size-limited scratch folder (its pages count in the slot's cgroup as well)
-            mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={SCRATCH_BYTES},mode=0700",
-                                      "copy-that-scratch", str(self.dir)], capture_output=True)
-            self.scratch_mounted = mounted.returncode == 0
+            self.scratch_mounted = mount_scratch(self.dir)
         if self.uid is not None:
             os.chmod(self.dir.parent, 0o711)  # the slot's user must traverse to its folder
         self._own(self.dir)
