@@ -20,6 +20,7 @@ import atexit
 import threading
 from pathlib import Path
 
+from nbformat import from_dict
 from nbgrader.preprocessors import Execute
 from traitlets import Bool, Integer
 
@@ -107,8 +108,6 @@ class SandboxedExecute(Execute):
                       cell_timeout=self.timeout or Limits.cell_timeout, notebook_timeout=self.notebook_timeout,
                       output_bytes=self.output_bytes)
 
-        return Path(CourseDirectory(config=self.config).root).resolve()
-
     def preprocess(self, nb, resources, km=None):
         problem = _SharedPool.sandbox_problem()
         sandboxed = problem is None
@@ -134,6 +133,4 @@ class SandboxedExecute(Execute):
         if outcome.flags and info.get("db_url"):
             flag_in_gradebook(info["db_url"], info["assignment"], student, notebook)
         write_files(Path(folder), outcome.files)
-        from nbformat import from_dict
-
         return from_dict(outcome.nb), resources
