@@ -296,6 +296,9 @@ def test_grade_command_prints_a_summary_and_exits_non_zero_for_broken_files(tmp_
                               text=True, timeout=300)
         assert done.returncode == 0, done.stderr
     assert (root / "feedback" / "alice" / "a1_views" / "a1_views.html").exists()
+    # copied into submitted/ by hand, without timestamp.txt: one is written for release_feedback
+    assert (root / "autograded" / "alice" / "a1_views" / "timestamp.txt").is_file()
+    assert (root / "feedback" / "alice" / "a1_views" / "timestamp.txt").is_file()
     assert (root / "grades.csv").exists()
 
 

@@ -360,6 +360,13 @@ class Grader:
             target = staged / rel
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_bytes(data)
+        if not (staged / "timestamp.txt").is_file():
+            # copied into submitted/ by hand: nbgrader's release_feedback needs a timestamp.txt
+            # beside the feedback.  The grading time stands in; the gradebook keeps none, so no
+            # late penalty follows from it.
+            from datetime import datetime, timezone
+
+            (staged / "timestamp.txt").write_text(datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M:%S.%f %Z"))
 
     def publish(self, student: str) -> None:
         """Put a student's staged results in ``autograded/`` in place of the earlier ones."""
