@@ -397,11 +397,16 @@ def _held_within(result) -> None:
 
     out = _output_of(result, "shares_memory")
     if available()[0] is not None:
-        assert "HELD" in out, out
+        oom = any("passed its memory limit" in p for p in result.problems)
+        if "HELD" not in out:
+            # on a loaded machine the cgroup's reclaim can stall the cell past its time limit;
+            # then the OOM kill the grader reports is the evidence that the sum was capped
+            assert oom, (out, result.problems)
+            return
         held, killed = int(out.split("HELD", 1)[1].split()[0]), int(out.split("KILLED", 1)[1].split()[0])
         assert held <= 6, f"{held} x 300 MiB held at once under a 2 GiB limit: {out}"
         if killed:   # the cgroup's OOM killer took some: the grader says so
-            assert any("passed its memory limit" in p for p in result.problems), result.problems
+            assert oom, result.problems
 
 
 def _hidden_everywhere(result) -> None:
