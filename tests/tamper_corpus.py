@@ -320,8 +320,9 @@ for folder, _, names in os.walk('/run'):
     # --- limits per submission ---------------------------------------------------------------------
     Case("forked-memory", "eight forked children hold 300 MiB each: 2.4 GiB under a 2 GiB limit per process",
          lambda ctx: with_code(after="""
-import os, time
+import os, struct, time
 hold_r, hold_w = os.pipe()
+ready_r, ready_w = os.pipe()
 kids = []
 for _ in range(8):
     pid = os.fork()
@@ -331,18 +332,24 @@ for _ in range(8):
             block = bytearray(300 << 20)
             for i in range(0, len(block), 4096):
                 block[i] = 1
+            os.write(ready_w, struct.pack('i', os.getpid()))   # now holding all 300 MiB
             os.read(hold_r, 1)      # hold the block until the parent has counted
         finally:
             os._exit(0)
     kids.append(pid)
 os.close(hold_r)
-time.sleep(2.5)                     # every child has allocated by now, or was killed
-alive = [pid for pid in kids if os.waitpid(pid, os.WNOHANG) == (0, 0)]
+time.sleep(2.5)
+alive = {pid for pid in kids if os.waitpid(pid, os.WNOHANG) == (0, 0)}
+os.set_blocking(ready_r, False)
+try:
+    data = os.read(ready_r, 4096)
+except BlockingIOError:
+    data = b''
+ready = {struct.unpack('i', data[i:i + 4])[0] for i in range(0, len(data) - 3, 4)}
 os.close(hold_w)
 for pid in alive:
     os.waitpid(pid, 0)
-killed = len(kids) - len(alive)
-print('HELD', len(alive), 'KILLED', killed)
+print('HELD', len(ready & alive), 'KILLED', len(kids) - len(alive))
 """), (0.0, FULL), extra=lambda r, ctx: _held_within(r)),
     Case("fills-scratch", "writes 250 MiB files into its folder until the disk is full",
          lambda ctx: with_code(after="""
@@ -392,7 +399,8 @@ def _scratch_within(result) -> None:
 
 def _held_within(result) -> None:
     """With a cgroup per submission, the children's 300 MiB blocks together stay within the
-    submission's 2 GiB (its test limit): at most six of the eight are alive holding theirs."""
+    submission's 2 GiB (its test limit): at most six of the eight hold theirs at the same time
+    (alive, and done allocating)."""
     from autograder.grading.cgroups import available
 
     out = _output_of(result, "shares_memory")
