@@ -100,7 +100,7 @@ def test_a_grading_kernel_never_imports_the_grading_side(tmp_path):
         loaded = kernel_modules(lambda: slot.kernel_manager(Limits()))
     finally:
         slot.request({"op": "reap"}, timeout=30)
-        slot.close()
+        slot.release()
     assert "autograder.kernel.checks" in loaded
     assert not [m for m in loaded if m.startswith(("autograder.grading", "autograder.course", "autograder.learner"))], loaded
 
