@@ -390,3 +390,15 @@ def test_cpu_time_is_capped_over_all_of_a_submissions_processes(course):
     [r] = Grader(course, "a1_views", students=["spinner"], jobs=1, limits=limits, log=lambda m: None).run()
     assert any("together used more than 4 s of CPU time" in p for p in r.problems), r.problems
     assert time.monotonic() - start < 25, "stopped well before the spinners' 20 s"
+
+
+@SANDBOX
+def test_a_closed_pool_leaves_no_cgroup_and_no_mount_behind():
+    pool = SlotPool(1, sandboxed=True).__enter__()
+    slot = pool.started[0]
+    groups = list(slot.cgroup.dirs) if slot.cgroup else []
+    scratch = slot.dir
+    pool.__exit__(None, None, None)
+    assert not [d for d in groups if d.exists()], groups
+    mounts = Path("/proc/self/mounts").read_text()
+    assert f" {scratch} " not in mounts

@@ -147,11 +147,25 @@ class SlotCgroup:
         return 0
 
     def remove(self) -> None:
+        """Kill what is left in the group, then remove it (a group with tasks cannot be removed:
+        the sandbox's processes die a moment after its launcher)."""
+        import signal
+        import time
+
         for d in self.dirs:
-            try:
-                d.rmdir()
-            except OSError:
-                pass
+            for _ in range(100):
+                for pid in (_read(d / "cgroup.procs") or "").split():
+                    try:
+                        os.kill(int(pid), signal.SIGKILL)
+                    except (ProcessLookupError, ValueError, PermissionError):
+                        pass
+                try:
+                    d.rmdir()
+                    break
+                except FileNotFoundError:
+                    break
+                except OSError:
+                    time.sleep(0.02)
 
 
 def _read(path: Path) -> str | None:
