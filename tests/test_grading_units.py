@@ -936,12 +936,13 @@ class TestFiles:
         assert any("big" in p for p in problems) and any("sparse" in p for p in problems)
         assert any("in all" in p for p in problems)
 
-    def test_what_the_kernel_wrote_comes_back_but_hidden_files_and_unchanged_inputs_do_not(self, tmp_path):
+    def test_what_the_kernel_wrote_comes_back_but_hidden_files_timestamps_and_unchanged_inputs_do_not(self, tmp_path):
         from autograder.grading.files import kernel_output_files
 
         (tmp_path / "given.txt").write_text("same")
         (tmp_path / "changed.txt").write_text("new")
         (tmp_path / "side-effect.txt").write_text("made")
+        (tmp_path / "timestamp.txt").write_text("2000-01-01 00:00:00")   # a forged submission time
         (tmp_path / ".kernel-config-x").mkdir()
         (tmp_path / ".kernel-config-x" / "history.sqlite").write_text("h")
         (tmp_path / ".copy-that-kernel.json").write_text("{}")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import stat
+import subprocess
 from pathlib import Path
 
 MAX_FILE_BYTES = 20 << 20     # one file a submission brings besides its notebooks
@@ -73,12 +74,21 @@ def submission_files(folder: Path, problems: list[str] | None = None) -> dict[st
     return files
 
 
+def remove_trees(*paths: Path) -> None:
+    """Delete files and folders whatever their depth, never following a link (``shutil.rmtree``
+    recurses in Python and fails on a tree deeper than the recursion limit)."""
+    if paths:
+        subprocess.run(["rm", "-rf", "--one-file-system", "--", *map(str, paths)], capture_output=True)
+
+
 def kernel_output_files(folder: Path, given: dict[str, bytes], problems: list[str]) -> dict[str, bytes]:
     """What the kernel wrote in its scratch folder: new or changed regular files, not notebooks."""
     written = submission_files(folder, problems)
     # hidden files and folders stay behind: the kernel's configuration, its connection file and
-    # what libraries keep in HOME (.cache, .config), which is the scratch folder in a slot
-    return {rel: data for rel, data in written.items() if given.get(rel) != data and not rel.startswith(".")}
+    # what libraries keep in HOME (.cache, .config), which is the scratch folder in a slot; and
+    # timestamp.txt, which is the grader's (from submitted/, or written for a hand-copied one)
+    return {rel: data for rel, data in written.items()
+            if given.get(rel) != data and not rel.startswith(".") and rel != "timestamp.txt"}
 
 
 def write_files(folder: Path, files: dict[str, bytes]) -> None:

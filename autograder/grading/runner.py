@@ -30,7 +30,7 @@ from traitlets.config import Config, PyFileConfigLoader
 
 from ..learner.cells import role
 from .execute import NO_SANDBOX, flag_in_gradebook, require_python_kernel
-from .files import submission_files, write_files
+from .files import remove_trees, submission_files, write_files
 from .jobs import Job, Outcome, add_guards, execute
 from .sandbox import Limits, Slot, probe
 
@@ -44,14 +44,6 @@ class Result:
     flags: list[str] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
     graded: bool = True     # False: the submission could not be graded at all
-
-
-def _remove_tree(path: Path) -> None:
-    """Delete a folder whatever its depth (``shutil.rmtree`` recurses in Python and fails on a tree
-    deeper than the recursion limit)."""
-    import subprocess
-
-    subprocess.run(["rm", "-rf", "--one-file-system", "--", str(path)], check=False)
 
 
 def _as_results(futures: dict, completed):
@@ -105,7 +97,7 @@ class SlotPool:
             self.threads.shutdown(cancel_futures=True)
             self.threads = None
         if self.base is not None:
-            _remove_tree(self.base)
+            remove_trees(self.base)
 
     def _run(self, job: Job) -> Outcome:
         slot = self.slots.get()
@@ -245,6 +237,7 @@ class Grader:
         self.pool = pool
         self.log = log
         self.require_sandbox = require_sandbox
+        self._lists: dict[str, list[type]] = {}   # the configured preprocessor lists, read once
         # a real sandbox is started before anything is graded: bwrap on PATH is not enough
         problem = probe() if pool is None or pool.sandboxed else "the slot pool given runs without a sandbox"
         self.sandboxed = problem is None
@@ -297,13 +290,15 @@ class Grader:
 
     def _configured(self, name: str) -> list[type]:
         """nbgrader's ``Autograde`` preprocessor list ``name``, as the course configuration sets it:
-        the steps ``grade`` runs are the ones plain ``nbgrader autograde`` runs."""
+        the steps ``grade`` runs are the ones plain ``nbgrader autograde`` runs (read once)."""
         from nbgrader.converters import Autograde
         from traitlets.utils.importstring import import_item
 
-        configured = self.config.Autograde.get(name) if name in self.config.Autograde else None
-        classes = configured if configured is not None else Autograde.class_traits()[name].default()
-        return [import_item(c) if isinstance(c, str) else c for c in classes]
+        if name not in self._lists:
+            configured = self.config.Autograde.get(name) if name in self.config.Autograde else None
+            classes = configured if configured is not None else Autograde.class_traits()[name].default()
+            self._lists[name] = [import_item(c) if isinstance(c, str) else c for c in classes]
+        return self._lists[name]
 
     def _run_preprocessors(self, classes: list, nb, resources):
         for cls in classes:
@@ -380,7 +375,7 @@ class Grader:
             os.rename(dest, old)
         os.rename(staged, dest)
         if old.exists() or old.is_symlink():
-            _remove_tree(old)
+            remove_trees(old)
 
     def record(self, outcome: Outcome) -> None:
         from nbgrader.preprocessors import Execute
@@ -421,7 +416,7 @@ class Grader:
         try:
             return self._run(notebooks, results, progress)
         finally:
-            _remove_tree(self.staging)   # what was not published: an interrupted or failed run
+            remove_trees(self.staging)   # what was not published: an interrupted or failed run
 
     def _run(self, notebooks: list[str], results: dict[str, Result], progress) -> list[Result]:
         pending: list[Job] = []

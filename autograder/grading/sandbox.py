@@ -29,6 +29,8 @@ from pathlib import Path
 from jupyter_client import AsyncKernelClient, AsyncKernelManager
 from jupyter_client.provisioning import LocalProvisioner
 
+from .files import remove_trees
+
 SERVER_TASKS = 8       # tasks of bwrap and the fork server, besides a submission's own
 SLOT_UID_BASE = 61000   # slot i runs as uid SLOT_UID_BASE + i when the grader is root
 KERNEL_BASENAME = ".copy-that-kernel"
@@ -340,7 +342,7 @@ class Slot:
             folders = [str(e) for e in entries if e.is_dir() and not e.is_symlink()]
             if folders:
                 subprocess.run(["chmod", "-R", "u+rwX", "--", *folders], capture_output=True)
-        subprocess.run(["rm", "-rf", "--one-file-system", "--", *map(str, entries)], capture_output=True)
+        remove_trees(*entries)
         if any(self.dir.iterdir()):
             raise SlotError(f"slot {self.index}: the scratch folder could not be emptied")
 
