@@ -330,8 +330,7 @@ for _ in range(8):
         try:
             os.close(hold_w)
             block = bytearray(300 << 20)
-            for i in range(0, len(block), 4096):
-                block[i] = 1
+            block[::4096] = b'\x01' * (len(block) // 4096)   # touch every page
             os.write(ready_w, struct.pack('i', os.getpid()))   # now holding all 300 MiB
             os.read(hold_r, 1)      # hold the block until the parent has counted
         finally:
@@ -405,11 +404,14 @@ def _held_within(result) -> None:
 
     out = _output_of(result, "shares_memory")
     if available()[0] is not None:
+        # the kernel's own count, read by the grader from outside the sandbox: whatever the cell
+        # got to print, the children never held more than the allowance together
+        assert result.peak_memory is not None, "the grader read no peak from the slot's cgroup"
+        assert 300 << 20 <= result.peak_memory <= 2 << 30, f"peak {result.peak_memory >> 20} MiB: {out}"
         oom = any("passed its memory limit" in p for p in result.problems)
         if "HELD" not in out:
-            # on a loaded machine the cgroup's reclaim can stall the cell past its time limit;
-            # then the OOM kill the grader reports is the evidence that the sum was capped
-            assert oom, (out, result.problems)
+            # on a loaded machine the cgroup's reclaim can stall the cell past its time limit
+            # before any child is killed: the peak above is the evidence then
             return
         held, killed = int(out.split("HELD", 1)[1].split()[0]), int(out.split("KILLED", 1)[1].split()[0])
         assert held <= 6, f"{held} x 300 MiB held at once under a 2 GiB limit: {out}"

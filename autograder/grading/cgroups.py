@@ -105,6 +105,7 @@ class SlotCgroup:
         if self.version == "v1":
             # the tmpfs and the kernel's memory counted with the rest; no swap to escape to
             _write(self.dirs[0] / "memory.swappiness", "0", missing_ok=True)
+        self._peak_fd: int | None = None
 
     @property
     def procs_files(self) -> list[str]:
@@ -135,6 +136,39 @@ class SlotCgroup:
         if processes:
             _write(self._pids() / "pids.max", str(int(processes)))
 
+    def reset_peak(self) -> bool:
+        """Start counting the group's peak memory use afresh; False where the kernel cannot (a
+        cgroup v2 ``memory.peak`` is resettable from Linux 6.12, and only for the open file)."""
+        if self.version == "v1":
+            try:
+                (self._memory() / "memory.max_usage_in_bytes").write_text("0")
+                return True
+            except OSError:
+                return False
+        if self._peak_fd is None:
+            try:
+                self._peak_fd = os.open(self._memory() / "memory.peak", os.O_RDWR)
+            except OSError:
+                return False
+        try:
+            os.write(self._peak_fd, b"reset")
+            return True
+        except OSError:
+            return False
+
+    def peak(self) -> int | None:
+        """The most memory the group's processes held together since :meth:`reset_peak`, as the
+        kernel counted it (None where it was not reset)."""
+        if self.version == "v1":
+            value = _read(self._memory() / "memory.max_usage_in_bytes")
+            return int(value) if value else None
+        if self._peak_fd is None:
+            return None
+        try:
+            return int(os.pread(self._peak_fd, 64, 0).decode().split()[0])
+        except (OSError, ValueError, IndexError):
+            return None
+
     def oom_kills(self) -> int:
         if self.version == "v2":
             text = _read(self._memory() / "memory.events") or ""
@@ -152,6 +186,9 @@ class SlotCgroup:
         import signal
         import time
 
+        if self._peak_fd is not None:
+            os.close(self._peak_fd)
+            self._peak_fd = None
         for d in self.dirs:
             for _ in range(100):
                 for pid in (_read(d / "cgroup.procs") or "").split():

@@ -49,6 +49,7 @@ class Outcome:
     flags: list[str] = field(default_factory=list)      # reasons for a manual review
     seconds: float = 0.0
     files: dict[str, bytes] = field(default_factory=dict)   # what the kernel wrote beside the notebook
+    peak_memory: int | None = None   # bytes its processes held together at most (the cgroup's count)
 
 
 class _Stop(Exception):
@@ -221,6 +222,7 @@ async def _execute(job: Job, slot: Slot) -> Outcome:
                 pass
 
     oom_before = 0
+    peak: int | None = None
     watchdog = threading.Timer(job.limits.notebook_timeout,
                                lambda: kill(f"the notebook ran past its {job.limits.notebook_timeout} s limit"))
     finished = threading.Event()
@@ -274,6 +276,7 @@ async def _execute(job: Job, slot: Slot) -> Outcome:
             problems.append("the slot's fork server died; it was restarted")
             slot.restart()
         written = kernel_output_files(slot.dir, job.files, problems)
+        peak = slot.submission_peak_memory()
         slot.clear()
     if why_killed and not stop_reason:
         stop_reason = why_killed[0]
@@ -287,5 +290,6 @@ async def _execute(job: Job, slot: Slot) -> Outcome:
         else:                          # another of its processes: the notebook went on
             problems.append(passed)
     _finish(nb, client, stop_reason, problems, flags)
-    return Outcome(job.student, job.notebook, dict(nb), problems, flags, time.monotonic() - start, written)
+    return Outcome(job.student, job.notebook, dict(nb), problems, flags, time.monotonic() - start, written,
+                   peak)
 

@@ -44,6 +44,7 @@ class Result:
     flags: list[str] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
     graded: bool = True     # False: the submission could not be graded at all
+    peak_memory: int | None = None   # the most any of its notebooks' processes held together (bytes)
 
 
 def _as_results(futures: dict, completed):
@@ -473,6 +474,8 @@ class Grader:
             else:
                 r.problems += [p for p in outcome.problems if p not in r.problems]
                 r.flags += [f for f in outcome.flags if f not in r.flags]
+                if outcome.peak_memory is not None:
+                    r.peak_memory = max(r.peak_memory or 0, outcome.peak_memory)
                 try:
                     self.record(outcome)
                 except Exception as exc:

@@ -218,6 +218,7 @@ class Slot:
         self.log_path = base_dir / f"slot{index}.log"
         self.cgroup = None                 # a SlotCgroup where the grader may make one
         self.scratch_mounted = False       # the scratch folder is a sized tmpfs of its own
+        self._memory_base: int | None = None   # the cgroup's usage when the submission began
 
     # -- life cycle ----------------------------------------------------------------------------
     def start(self, timeout: float = 300) -> None:
@@ -320,11 +321,24 @@ class Slot:
     def limit_submission(self, limits: "Limits") -> int:
         """Set the slot's cgroup limits for the next submission: what the fork server holds now,
         plus the submission's allowance.  Returns the OOM-kill count to compare with afterwards."""
+        self._memory_base = None
         if self.cgroup is None:
             return 0
-        self.cgroup.set_limits(self.cgroup.usage() + limits.memory_bytes if limits.memory_bytes else None,
+        base = self.cgroup.usage()
+        self.cgroup.set_limits(base + limits.memory_bytes if limits.memory_bytes else None,
                                SERVER_TASKS + limits.processes if limits.processes else None)
+        if self.cgroup.reset_peak():
+            self._memory_base = base
         return self.cgroup.oom_kills()
+
+    def submission_peak_memory(self) -> int | None:
+        """The most memory the submission's processes held together, beyond what the fork server
+        held before it began, as the kernel counted it in the slot's cgroup (None without one).
+        The kernel's count, read from outside the sandbox: nothing the submission prints."""
+        if self.cgroup is None or self._memory_base is None:
+            return None
+        peak = self.cgroup.peak()
+        return None if peak is None else max(0, peak - self._memory_base)
 
     # -- the scratch folder ----------------------------------------------------------------------
     def _own(self, path: Path) -> None:
