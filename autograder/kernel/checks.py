@@ -109,7 +109,8 @@ def check_tensor(obj: Any, what: str = "the result", allow_parameter: bool = Fal
     allowed: tuple[type, ...] = (_Tensor, _Parameter) if allow_parameter else (_Tensor,)
     if obj is None:
         _fail(f"{what} is None", "a torch.Tensor",
-              hint or "the function has no `return` statement, or returns the result of an in-place call that returns None.")
+              hint or ("the function has no `return` statement, or returns what a call that gives None returned "
+                      "(`list.append`, `backward()`); in-place tensor methods such as `add_` return the tensor itself."))
     check_type(obj, allowed, what, hint)
 
 
@@ -193,7 +194,8 @@ def check_requires_grad(t: torch.Tensor, expected: bool, what: str = "the result
         if expected:
             default = "the copy left the autograd graph: `detach()`, `.data`, `torch.no_grad()` or `torch.tensor(t)` cut it off."
         else:
-            default = "the result is still attached to the graph; `detach()` it (and `clone()` if it must own its memory)."
+            default = ("the result requires grad: it is still attached to a graph, or it is a leaf that requires grad; "
+                       "`detach()` it (and `clone()` if it must own its memory).")
         _fail(f"{what}.requires_grad is {got}", f"{expected}", hint or default)
 
 
