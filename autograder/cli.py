@@ -87,10 +87,29 @@ def _check_once(path: Path, timeout: int):
     console.print(table)
     for p in report.problems:
         console.print(f"[red]problem:[/] {p}")
+    if report.unwritten:
+        n = len(report.unwritten)
+        console.print(f"[yellow]{n} written answer{'s are' if n != 1 else ' is'} still empty[/] "
+                      f"(graded by hand): {', '.join(report.unwritten)}")
     passed = sum(r.passed for r in report.results)
     console.print(f"{passed}/{len(report.results)} visible tests pass, {report.score:g}/{report.max_score:g} points. "
-                  "Hidden tests run when the assignment is graded.")
+                  "Hidden tests run when the assignment is graded"
+                  + ("; written answers are read by hand." if report.written else "."))
+    if not report.all_passed:
+        console.print("[yellow]Not done yet[/]: " + _what_is_left(report))
     return report
+
+
+def _what_is_left(report) -> str:
+    parts = []
+    failing = [r for r in report.results if not r.passed]
+    if failing:
+        parts.append(f"{len(failing)} visible test{'s' if len(failing) != 1 else ''} to fix")
+    if report.problems:
+        parts.append(f"{len(report.problems)} cell{'s' if len(report.problems) != 1 else ''} that fail")
+    if report.unwritten:
+        parts.append(f"{len(report.unwritten)} written answer{'s' if len(report.unwritten) != 1 else ''} to write")
+    return ", ".join(parts) + "."
 
 
 def cmd_progress(args: argparse.Namespace) -> int:

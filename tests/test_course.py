@@ -233,7 +233,22 @@ def test_check_on_the_reference_answers_passes(tmp_path):
     nbformat.write(submission("a1_views"), nb)
     out = run_cli("check", str(nb))
     assert out.returncode == 0, out.stdout
-    assert "4/4 visible tests pass, 4/4 points" in " ".join(out.stdout.split())
+    flat = " ".join(out.stdout.split())
+    assert "4/4 visible tests pass, 4/4 points" in flat
+    assert "Hidden tests run when the assignment is graded; written answers are read by hand." in flat
+    assert "still empty" not in flat and "Not done yet" not in flat
+
+
+def test_check_is_not_done_while_a_written_answer_is_empty(tmp_path):
+    """Every function right, the written question left as handed out: `check` says so and exits 1."""
+    nb = submission("a1_views", replace={"why_not_id": "YOUR ANSWER HERE"})
+    nbformat.write(nb, tmp_path / "a1_views.ipynb")
+    out = run_cli("check", str(tmp_path / "a1_views.ipynb"))
+    flat = " ".join(out.stdout.split())
+    assert out.returncode == 1, out.stdout
+    assert "4/4 visible tests pass" in flat
+    assert "1 written answer is still empty (graded by hand): why_not_id" in flat
+    assert "Not done yet: 1 written answer to write." in flat
 
 
 def test_nbgrader_works_without_activating_the_venv(tmp_path):

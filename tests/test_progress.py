@@ -112,13 +112,16 @@ def test_cache_key_follows_content_and_package_version(tmp_path, monkeypatch):
 def test_status_rules_done_not_started_and_failing_with_the_first_diagnostic(tmp_path):
     path = write(submission("a1_views", blank=True), tmp_path / "a1_views.ipynb")
 
-    def row(results, problems=()):
-        return prog.summarize("a1_views", path, CheckReport(path, results, list(problems), []))
+    def row(results, problems=(), unwritten=()):
+        return prog.summarize("a1_views", path, CheckReport(path, results, list(problems), [], list(unwritten)))
 
     ok = Result("test_a", 1, 1, "passed", "\u2713 a")
     todo = Result("test_b", 0, 1, "not started", "the function still raises NotImplementedError: write its body")
     bad = Result("test_c", 0, 1, "failed", "CheckFailed: c is wrong")
     assert row([ok, ok]).status == "done"
+    # every test passes but a written answer is still nbgrader's placeholder: not done
+    r = row([ok, ok], unwritten=["why_not_id"])
+    assert (r.status, r.diagnostic) == ("failing", "1 written answer still empty: why_not_id")
     assert row([todo, todo]).status == "not started"
     assert row([todo], ["answer cell x: NotImplementedError"]).status == "not started"
     r = row([ok, todo, bad])
@@ -190,7 +193,8 @@ def test_hints_come_from_the_learners_own_docstring_never_from_solutions(tmp_pat
     found = watch.hints(path, _failing("test_graph_copy"))
     assert [name for name, _ in found] == ["graph_copy"]
     text = found[0][1]
-    assert text.startswith("Hint:") and "lecture 02" in text
+    # the label is the caller's ("hint for graph_copy():"), never repeated: no "Hint: Hint:"
+    assert not text.lower().startswith("hint") and "lecture 02" in text
     # nothing of the reference solution (solutions/) is shown
     source = nbformat.read(ROOT / SOURCE_DIR / "a2_clone" / "a2_clone.ipynb", as_version=4)
     solution = next(c.source for c in source.cells if role(c).grade_id == "graph_copy")
@@ -199,10 +203,10 @@ def test_hints_come_from_the_learners_own_docstring_never_from_solutions(tmp_pat
         assert line.strip() not in text
     # the learner's notebook is the only source: their own edit of the docstring is what shows
     path = write(_learner_notebook_with("return t", "Copy t.\n\n    Hint: my own note."), tmp_path / "b.ipynb")
-    assert watch.hints(path, _failing("test_graph_copy_hidden")) == [("graph_copy", "Hint: my own note.")]
+    assert watch.hints(path, _failing("test_graph_copy_hidden")) == [("graph_copy", "my own note.")]
     # half-written code still gets its hint; untouched functions get none
     path = write(_learner_notebook_with("return t.clone(  # unfinished"), tmp_path / "c.ipynb")
-    assert watch.hints(path, _failing("test_graph_copy"))[0][1].startswith("Hint:")
+    assert watch.hints(path, _failing("test_graph_copy"))[0][1] == found[0][1]
 
 
 def test_check_watch_rechecks_on_save_and_prints_the_hint_after_a_failure(tmp_path):

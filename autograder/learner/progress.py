@@ -23,7 +23,7 @@ from .cells import RELEASE_DIR, nearest_folder, notebooks, role
 from .selfcheck import CELL_TIMEOUT, CheckReport, TestResult, check_notebook
 
 CACHE_ENV = "COPY_THAT_CACHE"
-CACHE_FORMAT = 1
+CACHE_FORMAT = 2
 
 
 @dataclass
@@ -82,14 +82,16 @@ def cache_key(path: Path) -> str:
 def _load(cache: Path, key: str, path: Path) -> CheckReport | None:
     try:
         data = json.loads((cache / f"{key}.json").read_text())
-        return CheckReport(path, [TestResult(**r) for r in data["results"]], data["problems"], data["hidden"])
+        return CheckReport(path, [TestResult(**r) for r in data["results"]], data["problems"], data["hidden"],
+                           data["unwritten"], data["written"])
     except (OSError, ValueError, KeyError, TypeError):
         return None
 
 
 def _store(cache: Path, key: str, report: CheckReport) -> None:
     cache.mkdir(parents=True, exist_ok=True)
-    data = {"results": [asdict(r) for r in report.results], "problems": report.problems, "hidden": report.hidden}
+    data = {"results": [asdict(r) for r in report.results], "problems": report.problems, "hidden": report.hidden,
+            "unwritten": report.unwritten, "written": report.written}
     tmp = cache / f"{key}.json.{os.getpid()}.{threading.get_ident()}.tmp"
     tmp.write_text(json.dumps(data))
     tmp.replace(cache / f"{key}.json")  # atomic: a second progress running alongside never reads half a file
@@ -120,7 +122,10 @@ def summarize(assignment: str, path: Path, report: CheckReport, cached: bool = F
     first_bad = next((r for r in results if r.status not in ("passed", "not started")), None)
     # An untouched answer cell raises NotImplementedError: not started, not a problem.
     problems = [p for p in report.problems if "NotImplementedError" not in p]
-    if results and passed == len(results) and not report.problems:
+    if results and passed == len(results) and not report.problems and report.unwritten:
+        n = len(report.unwritten)
+        status, diagnostic = "failing", f"{n} written answer{'s' if n != 1 else ''} still empty: {', '.join(report.unwritten)}"
+    elif results and passed == len(results) and not report.problems:
         status, diagnostic = "done", ""
     elif results and all(r.status == "not started" for r in results) and not problems:
         status, diagnostic = "not started", ""

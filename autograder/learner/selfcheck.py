@@ -11,7 +11,7 @@ import os
 import re
 import shutil
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import nbformat
@@ -43,6 +43,8 @@ class CheckReport:
     results: list[TestResult]
     problems: list[str]   # cells outside the tests that failed (syntax errors in answers, ...)
     hidden: list[str]     # test cells whose tests are hidden until grading
+    unwritten: list[str] = field(default_factory=list)   # hand-graded answers still empty
+    written: list[str] = field(default_factory=list)     # every hand-graded answer
 
     @property
     def score(self) -> float:
@@ -54,7 +56,9 @@ class CheckReport:
 
     @property
     def all_passed(self) -> bool:
-        return all(r.passed for r in self.results) and not self.problems
+        """Everything ``check`` can see is done: every visible test passes, no cell fails and no
+        hand-graded answer is left empty."""
+        return all(r.passed for r in self.results) and not self.problems and not self.unwritten
 
 
 def _drop_warnings(cell: nbformat.NotebookNode) -> None:
@@ -96,6 +100,18 @@ def score_cell(cell: nbformat.NotebookNode) -> TestResult:
     return TestResult(r.grade_id or "?", points, max_points, status, error or "scored below full points")
 
 
+# what nbgrader leaves in a solution cell it hands out (ClearSolutions' default texts)
+PLACEHOLDERS = ("YOUR ANSWER HERE", "# YOUR CODE HERE", "raise NotImplementedError()")
+
+
+def is_unwritten(source: str) -> bool:
+    """A hand-graded answer that holds nothing but nbgrader's placeholder (or nothing at all)."""
+    text = source
+    for placeholder in PLACEHOLDERS:
+        text = text.replace(placeholder, "")
+    return not text.strip()
+
+
 def _only_comments(source: str) -> bool:
     return all(not line.strip() or line.lstrip().startswith("#") for line in source.splitlines())
 
@@ -128,14 +144,18 @@ def check_notebook(path: str | Path, timeout: int = CELL_TIMEOUT) -> CheckReport
     """Run the notebook and score its test cells."""
     path = Path(path)
     nb = run_notebook(path, timeout)
-    results, problems, hidden = [], [], []
+    results, problems, hidden, unwritten, written = [], [], [], [], []
     fatal = nb.metadata.pop("copy_that_error", None)
     if fatal:
         problems.append(f"the run stopped: {fatal}")
     for index, cell in enumerate(nb.cells):
+        r = role(cell)
+        if r.is_manual:
+            written.append(r.grade_id or "?")
+            if is_unwritten(cell.source):
+                unwritten.append(r.grade_id or "?")
         if cell.cell_type != "code":
             continue
-        r = role(cell)
         if r.is_test:
             if _only_comments(cell.source):
                 hidden.append(r.grade_id or "?")
@@ -150,4 +170,4 @@ def check_notebook(path: str | Path, timeout: int = CELL_TIMEOUT) -> CheckReport
             if error:
                 where = f"answer cell {r.grade_id}" if r.solution else f"cell {r.grade_id}"
                 problems.append(f"{where}: {error}")
-    return CheckReport(path, results, problems, hidden)
+    return CheckReport(path, results, problems, hidden, unwritten, written)

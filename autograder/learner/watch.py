@@ -77,9 +77,10 @@ def _clean(doc: str) -> str:
 
 
 def hint_text(docstring: str) -> str:
-    """The "Hint: ..." paragraph of a docstring, or the whole docstring when it has none."""
+    """The "Hint: ..." paragraph of a docstring without its label (the caller prints "hint for
+    f():"), or the whole docstring when it has none."""
     paragraphs = [p.strip() for p in re.split(r"\n\s*\n", docstring) if p.strip()]
-    hints = [p for p in paragraphs if p.lower().startswith("hint")]
+    hints = [re.sub(r"(?i)^hints?\s*:\s*", "", p) for p in paragraphs if p.lower().startswith("hint")]
     return "\n\n".join(hints) if hints else docstring.strip()
 
 
