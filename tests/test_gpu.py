@@ -1,7 +1,8 @@
 """Devices on a real GPU: lecture 08's GPU section and ``copy_to`` of assignment 8.
 
 The tests that need CUDA are skipped, with a reason, on a machine without one (they never count
-as passed there). One test runs everywhere else: the lecture skips its GPU section cleanly.
+as passed there). One test runs everywhere else: the lecture skips its GPU section cleanly, each GPU
+cell saying what it would show on a GPU.
 """
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from harness import ROOT
 LECTURE = ROOT / "course" / "08_devices_gpu.ipynb"
 SOLUTION = ROOT / "solutions" / "a8_devices" / "a8_devices.ipynb"
 SKIP_MESSAGE = "No CUDA device here: the GPU section is skipped"
+SKIPPED_CELL = "Skipped, no CUDA device. On a GPU this cell shows"
 
 CUDA = torch.cuda.is_available()
 needs_cuda = pytest.mark.skipif(not CUDA, reason="no CUDA device: GPU tests need one")
@@ -71,20 +73,26 @@ def test_lecture_skips_gpu_section_cleanly_without_cuda(executed_lecture):
     assert SKIP_MESSAGE in everything
     cells = gpu_cells(executed_lecture)
     assert len(cells) >= 6, "the GPU section's cells are tagged 'gpu'"
-    printed = [c.source.splitlines()[0] for c in cells if c.get("outputs")]
-    assert not printed, f"GPU cells printed something on a machine without CUDA: {printed}"
+    unexplained = [c.source.splitlines()[0] for c in cells if not text_of(c).startswith(SKIPPED_CELL)]
+    assert not unexplained, f"GPU cells that do not say what they would show on a GPU: {unexplained}"
+    plots = [o for c in cells for o in c.get("outputs", []) if o.output_type == "display_data"]
+    assert not plots, "a GPU cell showed a picture on a machine without CUDA"
 
 
 @needs_cuda
 def test_lecture_gpu_section_runs(executed_lecture):
     assert not errors(executed_lecture), errors(executed_lecture)
     everything = "\n".join(text_of(c) for c in executed_lecture.cells if c.cell_type == "code")
-    assert SKIP_MESSAGE not in everything
+    assert SKIP_MESSAGE not in everything and SKIPPED_CELL not in everything
     silent = [c.source.splitlines()[0] for c in gpu_cells(executed_lecture) if not c.get("outputs")]
     assert not silent, f"GPU cells that printed nothing: {silent}"
     assert "stale read observed:" in everything
     assert "every element arrived: True" in everything
     assert "a kernel queued after the copy sees the data: True" in everything
+    assert "waited on an event first, every element is 1.0: True" in everything
+    assert "| after wait_stream: True" in everything
+    assert "the batch arrived pinned: True" in everything
+    assert "a pinning thread runs in this process: True" in everything
     assert "best measured on this machine:" in everything and "GB/s" in everything
     plots = [o for c in gpu_cells(executed_lecture) for o in c.get("outputs", [])
              if o.output_type == "display_data" and "image/png" in o.get("data", {})]
