@@ -16,7 +16,7 @@ SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 UV_VERSION := 0.13.9
 FIND_LINKS ?= $(shell $(PYTHON) -m pip config get global.find-links 2>/dev/null)
 
-.PHONY: setup lab test conformance exercises lectures check-exercises doctor system-deps test-deps bench clean site handout
+.PHONY: setup lab lab-instructor test conformance exercises lectures check-exercises doctor system-deps test-deps bench clean site handout
 
 setup: $(STAMP) system-deps
 
@@ -61,10 +61,13 @@ test-deps: setup
 	  else echo "Chromium is missing, the browser test will be skipped: $(SUDO) apt-get install chromium"; fi; \
 	fi
 
+# JupyterLab whose terminals run the course's commands (`copy-that check ...`); the learner's
+# lab hides nbgrader's instructor tools, the instructor's shows them (autograder/learner/lab.py).
 lab: setup
-	$(VENV)/bin/jupyter lab --ip 127.0.0.1 --port $(PORT) --no-browser \
-	  $$( [ "$$(id -u)" = 0 ] && echo --allow-root ) \
-	  --ServerApp.root_dir="$(CURDIR)" --LabApp.default_url=/lab/tree/course/00_start_here.ipynb
+	$(PY) -m autograder lab --root "$(CURDIR)" --port $(PORT)
+
+lab-instructor: setup
+	$(PY) -m autograder lab --root "$(CURDIR)" --port $(PORT) --instructor
 
 # The suite on $(JOBS) workers, each test file on one worker, the longest files first
 # (tests/conftest.py): much of it waits on kernels and servers, so three workers keep two cores

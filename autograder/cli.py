@@ -112,6 +112,14 @@ def _what_is_left(report) -> str:
     return ", ".join(parts) + "."
 
 
+def cmd_lab(args: argparse.Namespace) -> int:
+    from .learner.lab import run_lab
+    from .learner.progress import learner_root
+
+    root = learner_root(args.root)
+    return run_lab(root, instructor=args.instructor, ip=args.ip, port=args.port, open_browser=args.browser)
+
+
 def cmd_progress(args: argparse.Namespace) -> int:
     from .learner.progress import learner_root, progress, summary, table
 
@@ -236,7 +244,7 @@ def instructor_tools() -> bool:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m autograder", description="Copy That course tools")
+    parser = argparse.ArgumentParser(prog="copy-that", description="Copy That course tools")
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("doctor", help="check versions, Graphviz and accelerators, and say what to fix")
@@ -247,6 +255,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--timeout", type=int, default=60, help="seconds per cell (default 60)")
     p.add_argument("--watch", action="store_true", help="check again every time the notebook is saved; hints after a failure")
     p.set_defaults(func=cmd_check)
+
+    p = sub.add_parser("lab", help="JupyterLab for the course: its terminals run copy-that; nbgrader's instructor tools hidden")
+    p.add_argument("--root", help="the course folder (default: the nearest one holding exercises/)")
+    p.add_argument("--ip", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    p.add_argument("--port", type=int, default=8888)
+    p.add_argument("--browser", action="store_true", help="open a browser tab")
+    p.add_argument("--instructor", action="store_true",
+                   help="show nbgrader's instructor tools (formgrader, Create Assignment, Validate)")
+    p.set_defaults(func=cmd_lab)
 
     p = sub.add_parser("progress", help="every exercise in one table: done, failing, not started, points")
     p.add_argument("--root", help="the course folder (default: the nearest one holding exercises/)")

@@ -119,23 +119,28 @@ def shots(tmp_path_factory) -> Path:
     return folder
 
 
-@pytest.fixture(scope="module")
-def lab(tmp_path_factory):
-    """(base URL, token, course folder) of a ``jupyter lab`` serving a copy of the course."""
-    _require_browser()
-    work = tmp_path_factory.mktemp("lab")
+def _start_lab(work: Path, instructor: bool):
+    """Start ``copy-that lab`` (the command behind ``make lab`` and ``make lab-instructor``) on a
+    copy of the course; yield (base URL, token, course folder)."""
+    from autograder.learner.lab import lab_command, lab_environment
+
     course = _course_copy(work / "course-copy")
     port, token = free_port(), secrets.token_hex(16)
     env = dict(os.environ)
-    env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", "")
+    env.pop("JUPYTER_CONFIG_PATH", None)
     for var, sub in (("JUPYTER_CONFIG_DIR", "config"), ("JUPYTER_RUNTIME_DIR", "runtime"),
                      ("JUPYTERLAB_SETTINGS_DIR", "settings"), ("JUPYTERLAB_WORKSPACES_DIR", "workspaces")):
         env[var] = str(work / sub)
-    cmd = [sys.executable, "-m", "jupyterlab", "--no-browser", "--ip", "127.0.0.1", "--port", str(port),
-           f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={course}",
-           "--LabServerApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"]
-    if os.geteuid() == 0:
-        cmd.append("--allow-root")
+    # the terminal draws on a canvas; its screen-reader mode also writes the rows into the page
+    settings = work / "settings" / "@jupyterlab" / "terminal-extension"
+    settings.mkdir(parents=True)
+    (settings / "plugin.jupyterlab-settings").write_text(json.dumps({"screenReaderMode": True}))
+    # the lab's own PATH, without the test run's: the terminal must find copy-that by itself
+    env["PATH"] = "/usr/local/bin:/usr/bin:/bin"
+    env.pop("VIRTUAL_ENV", None)
+    env = lab_environment(course, instructor=instructor, base=env)
+    cmd = lab_command(course, port=port, start=None) + [
+        f"--IdentityProvider.token={token}", "--LabServerApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"]
     log = open(work / "jupyter.log", "w")
     server = subprocess.Popen(cmd, cwd=course, env=env, stdout=log, stderr=subprocess.STDOUT)
     base = f"http://127.0.0.1:{port}"
@@ -157,6 +162,20 @@ def lab(tmp_path_factory):
     finally:
         stop(server)
         log.close()
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory):
+    """The learner's lab (``make lab``): nbgrader's instructor tools hidden."""
+    _require_browser()
+    yield from _start_lab(tmp_path_factory.mktemp("lab"), instructor=False)
+
+
+@pytest.fixture(scope="module")
+def instructor_lab(tmp_path_factory):
+    """The instructor's lab (``make lab-instructor``): formgrader and all."""
+    _require_browser()
+    yield from _start_lab(tmp_path_factory.mktemp("instructor-lab"), instructor=True)
 
 
 @pytest.fixture(scope="module")
@@ -319,8 +338,8 @@ def test_learner_runs_an_exercise_and_reads_the_diagnostic_of_a_failing_test(pag
     screenshot(page, shots / "4_exercise_failing_test_diagnostic.png", answer)  # the answer, then its failing test
 
 
-def test_instructor_opens_the_formgrader(page, lab, shots):
-    base, token, course = lab
+def test_instructor_opens_the_formgrader(page, instructor_lab, shots):
+    base, token, course = instructor_lab
     page.goto(f"{base}/formgrader?token={token}")
     page.get_by_text("Manage Assignments").first.wait_for()
     first = sorted(p.name for p in (course / SOURCE_DIR).iterdir() if p.is_dir())[0]
@@ -361,14 +380,14 @@ def _hostile_submission(course: Path) -> nbformat.NotebookNode:
     return fill_answers(release, answers)
 
 
-def test_student_content_is_inert_in_the_formgrader(page, lab, shots):
+def test_student_content_is_inert_in_the_formgrader(page, instructor_lab, shots):
     """Autograded with the course configuration, then opened in the formgrader's manual grading:
     no script of the student's runs, no file is created through the Jupyter API, no API request
     leaves the page, and the student's markup is still shown, as text."""
     from autograder.course.build import run_nbgrader
     from nbgrader.api import Gradebook
 
-    base, token, course = lab
+    base, token, course = instructor_lab
     assert run_nbgrader("generate_assignment", EXERCISE, "--force", cwd=course).returncode == 0
     target = course / "submitted" / "mallory" / EXERCISE / f"{EXERCISE}.ipynb"
     target.parent.mkdir(parents=True)
@@ -395,3 +414,68 @@ def test_student_content_is_inert_in_the_formgrader(page, lab, shots):
     assert not list(course.glob("pwned-*.txt")), "a file was created through the Jupyter API"
     body = page.locator("body").inner_text()
     assert "onerror" in body, "the student's markup is shown to the instructor as text"
+
+
+# --- the learner's lab and its terminal -------------------------------------------------------
+
+def _nbgrader_ui(page) -> dict[str, int]:
+    """How many of nbgrader's instructor controls the page shows."""
+    return {
+        "Nbgrader menu": page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(r"^Nbgrader$")).count(),
+        "Validate button": page.locator(".jp-Toolbar-item", has_text=re.compile(r"Validate")).count(),
+        "Create Assignment panel": page.locator("[title*='Create Assignment' i], [data-id*='create-assignment' i]").count(),
+    }
+
+
+def test_the_learner_lab_hides_the_instructor_tools_the_instructor_lab_shows_them(page, lab, instructor_lab, shots):
+    rel = f"{RELEASE_DIR}/{EXERCISE}/{EXERCISE}.ipynb"
+    # control first: the same notebook in the instructor's lab shows nbgrader's tools
+    open_notebook(page, instructor_lab, rel)
+    page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(r"^Nbgrader$")).first.wait_for(timeout=60_000)
+    shown = _nbgrader_ui(page)
+    assert shown["Nbgrader menu"] and shown["Validate button"] and shown["Create Assignment panel"], shown
+    base, token, _ = instructor_lab
+    assert urllib.request.urlopen(f"{base}/formgrader?token={token}", timeout=30).status == 200
+
+    open_notebook(page, lab, rel)
+    page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(r"^Run$")).first.wait_for()
+    page.wait_for_timeout(2000)   # extensions are all loaded by now: the menu bar is complete
+    hidden = _nbgrader_ui(page)
+    assert not any(hidden.values()), f"the learner's lab shows instructor tools: {hidden}"
+    base, token, _ = lab
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(f"{base}/formgrader?token={token}", timeout=30)
+    assert refused.value.code == 404, "the learner's server has no formgrader"
+    screenshot(page, shots / "7_learner_lab_without_instructor_tools.png",
+               page.locator(f"{PANEL} .jp-Notebook .jp-Cell").first)
+
+
+def test_the_printed_check_command_works_in_a_jupyterlab_terminal(page, lab, shots):
+    """What the notebooks print (`copy-that check …`), typed into File → New → Terminal."""
+    base, token, _ = lab
+    page.goto(f"{base}/lab?reset&token={token}")
+    page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(r"^File$")).first.wait_for(timeout=90_000)
+    dismiss_news(page)
+    page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(r"^File$")).click()
+    page.locator(".lm-Menu-itemLabel", has_text=re.compile(r"^New$")).hover()
+    page.locator(".lm-Menu-itemLabel", has_text=re.compile(r"^Terminal$")).click()
+    terminal = page.locator(".jp-Terminal:not(.lm-mod-hidden) .xterm").first
+    terminal.wait_for(timeout=60_000)
+    terminal.click()
+    page.wait_for_timeout(1500)   # the shell's prompt
+    page.keyboard.type(f"copy-that check {RELEASE_DIR}/{EXERCISE}/{EXERCISE}.ipynb\n")
+    rows = ".jp-Terminal:not(.lm-mod-hidden) .xterm-accessibility-tree"
+    try:
+        page.wait_for_function(
+            f"() => /visible tests pass/.test(document.querySelector({rows!r})?.innerText || '')",
+            timeout=RUN_ALL_S * 1000)
+    except Exception:
+        screenshot(page, shots / "8_terminal_check_table_FAILED.png")
+        pytest.fail("the terminal never showed the check table; it shows:\n"
+                    + page.locator(".jp-Terminal:not(.lm-mod-hidden)").first.inner_text()[-3000:])
+    text = page.locator(rows).inner_text()
+    flat = " ".join(text.split())
+    assert "command not found" not in flat and "ModuleNotFoundError" not in flat, text
+    assert "0/4 visible tests pass" in flat, text       # the blank release: nothing done yet
+    assert "test_shares_memory" in flat, "the table lists the visible tests"
+    screenshot(page, shots / "8_terminal_check_table.png")

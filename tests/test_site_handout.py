@@ -193,8 +193,8 @@ def test_handout_holds_course_exercises_and_a_student_readme(made_handout):
     shipped = sorted(p.name for p in (folder / "autograder").iterdir() if p.is_dir() and p.name != "__pycache__")
     assert shipped == ["kernel", "learner"], f"the handout ships the instructor's side too: {shipped}"
     readme = (folder / "README.md").read_text()
-    for words in ("pip install -r requirements.txt", "autograder check", "--watch", "autograder progress",
-                  "Hidden tests", "course/00_start_here.ipynb"):
+    for words in ("pip install -r requirements.txt", "copy-that check", "--watch", "copy-that progress",
+                  "copy-that lab", "Hidden tests", "course/00_start_here.ipynb"):
         assert words in readme, words
 
 
@@ -248,7 +248,7 @@ def test_a_student_can_check_an_exercise_with_the_handouts_own_package(made_hand
                          capture_output=True, text=True, env=env, timeout=300)
     assert out.returncode == 1 and "0/4 visible tests pass" in " ".join(out.stdout.split()), out.stdout + out.stderr
     usage = subprocess.run([PY, "-m", "autograder", "--help"], cwd=folder, capture_output=True, text=True, env=env).stdout
-    assert "{doctor,check,progress}" in usage, f"a student's copy offers other commands than the learner's: {usage}"
+    assert "{doctor,check,lab,progress}" in usage, f"a student's copy offers other commands than the learner's: {usage}"
 
 
 # --- the JupyterHub examples ------------------------------------------------------------------

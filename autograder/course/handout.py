@@ -101,7 +101,7 @@ With Python 3.11 (the course pins exact versions, so you see what the grader see
 python3.11 -m venv .venv
 .venv/bin/pip install -r requirements.txt
 .venv/bin/pip install --no-deps -e .
-.venv/bin/python -m autograder doctor      # versions, Graphviz, GPU: says what to fix
+.venv/bin/copy-that doctor      # versions, Graphviz, GPU: says what to fix
 ```
 
 or with conda: `conda env create -f environment.yml && conda activate copy-that`.
@@ -111,8 +111,10 @@ Pictures need Graphviz's `dot` (Debian/Ubuntu: `sudo apt-get install graphviz`, 
 ## Work
 
 ```bash
-.venv/bin/jupyter lab course/00_start_here.ipynb
+.venv/bin/copy-that lab --browser
 ```
+
+It opens `course/00_start_here.ipynb`; its terminals (File → New → Terminal) run `copy-that`.
 
 Lectures, in order:
 
@@ -124,12 +126,12 @@ Exercises (write the body of each function; the visible tests print ✓ lines):
 
 ## Check your work
 
-In a terminal at this folder (in JupyterLab: File → New → Terminal):
+In a JupyterLab terminal (File → New → Terminal; in another shell, write `.venv/bin/copy-that`):
 
 ```bash
-.venv/bin/python -m autograder check exercises/a1_views/a1_views.ipynb           # one exercise
-.venv/bin/python -m autograder check exercises/a1_views/a1_views.ipynb --watch   # again on every save, with hints
-.venv/bin/python -m autograder progress                                          # every exercise in one table
+copy-that check exercises/a1_views/a1_views.ipynb           # one exercise
+copy-that check exercises/a1_views/a1_views.ipynb --watch   # again on every save, with hints
+copy-that progress                                          # every exercise in one table
 ```
 
 Only the visible tests run here. Hidden tests (other dtypes, non-contiguous views, the traps the

@@ -178,7 +178,7 @@ def render_index(all_pages: list[Page]) -> str:
 <p>The lectures with their outputs, memory diagrams and autograd graphs, to read in a browser
 without installing anything ({first}). To run them and do the exercises, set up the course and
 open it in JupyterLab (<code>make lab</code>); check an exercise with
-<code>python -m autograder check exercises/aN_slug/aN_slug.ipynb</code>.</p>
+<code>copy-that check exercises/aN_slug/aN_slug.ipynb</code> in one of its terminals.</p>
 <ol class="ct-lectures">
 {chr(10).join(items)}
 </ol>
