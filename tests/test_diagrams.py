@@ -1,6 +1,8 @@
 """autograder.kernel.diagrams: the pictures, and their text fallback when Graphviz is missing."""
 from __future__ import annotations
 
+import re
+import shlex
 import shutil
 import warnings
 
@@ -8,7 +10,7 @@ import pytest
 import torch
 
 from autograder.kernel import diagrams
-from autograder.kernel.diagrams import DOT_HINT, autograd_graph, memory_diagram
+from autograder.kernel.diagrams import DOT_HINT, autograd_graph, memory_diagram, same_storage
 
 needs_dot = pytest.mark.skipif(shutil.which("dot") is None,
                                reason="Graphviz's dot is not installed (make test installs it as root)")
@@ -28,6 +30,30 @@ def test_memory_diagram_text_shows_aliases_views_and_copies():
     assert lines[2].endswith("\u2500\u25b6 S2")
     assert "S1: storage of 6 \u00d7 float32 (24 bytes) [0, 1, 2, 3, 4, 5]" in d.text
     assert "S2: storage" in d.text and "S3" not in d.text
+
+
+def test_memory_diagram_numbers_tensors_and_storages_in_the_order_they_are_listed():
+    old = torch.zeros(3)               # made first
+    new = old + 1                      # made second
+    first = memory_diagram(old=old, new=new).text.splitlines()
+    assert first[0].startswith("old \u2500\u25b6 T1") and first[0].endswith("S1")
+    assert first[1].startswith("new \u2500\u25b6 T2") and first[1].endswith("S2")
+    assert first[2].startswith("S1: storage") and first[2].endswith("[0, 0, 0]")
+    # no creation time is stored on a tensor: the caller's order is the order (not names, not addresses)
+    flipped = memory_diagram(new=new, old=old).text.splitlines()
+    assert flipped[0].startswith("new \u2500\u25b6 T1") and flipped[2].endswith("[1, 1, 1]")
+    assert "list the names in the order their tensors were made" in " ".join(memory_diagram.__doc__.split())
+
+
+def test_same_storage_is_one_storage_box_of_the_diagram():
+    a = torch.arange(12.0).reshape(3, 4)
+    for view in (a[1], a[:, 1:3], a.t(), a.detach(), a[:1].expand(5, 4)):
+        assert same_storage(view, a) and same_storage(a, view)
+    assert same_storage(a[0], a[2])                      # different data_ptr(), one storage
+    for copy in (a.clone(), a[[0, 2]], a.t().reshape(12), torch.zeros(3, 4)):
+        assert not same_storage(copy, a)
+    d = memory_diagram(a=a, row=a[2], c=a.clone()).text
+    assert "row \u2500\u25b6 T2" in d and "\u2500\u25b6 S1 at element 8" in d and "c \u2500\u25b6 T3" in d and "S2" in d
 
 
 def test_memory_diagram_marks_autograd_state_and_long_storages():
@@ -107,3 +133,34 @@ def test_autograd_graph_svg_names_the_backward_nodes():
     x = torch.ones(2, requires_grad=True)
     svg = autograd_graph((x.clone() * 2).sum(), params={"x": x}).svg()
     assert "CloneBackward0" in svg and "AccumulateGrad" in svg
+
+
+def saved_graph():
+    x = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    w = torch.tensor([0.5, -1.0, 0.25], requires_grad=True)
+    return autograd_graph((x * w).exp().sum(), params={"x": x, "w": w}, show_saved=True)
+
+
+def test_autograd_graph_with_saved_tensors_points_every_saved_line_into_its_node():
+    source = saved_graph().source
+    tensors = set(re.findall(r'^\s*(\d+) \[label="[^"]*" fillcolor=(?:orange|lightblue)\]', source, re.M))
+    saved_lines = re.findall(r"^\s*(\d+) -> (\d+) \[dir=none\]", source, re.M)
+    assert len(saved_lines) == 3                         # MulBackward0 keeps x and w, ExpBackward0 its result
+    for tail, head in saved_lines:
+        assert tail in tensors and head not in tensors, "a saved tensor's line must run into the node keeping it"
+
+
+@needs_dot
+def test_autograd_graph_with_saved_tensors_keeps_leaves_on_top_and_the_output_at_the_bottom():
+    import graphviz
+
+    words = shlex.split(graphviz.Source(saved_graph().source).pipe(format="plain", encoding="utf-8"))
+    height = {}                                          # first line of each box's label -> its heights
+    for i, word in enumerate(words):
+        if word == "node":
+            height.setdefault(words[i + 6].strip().splitlines()[0], []).append(float(words[i + 3]))
+    top, bottom = max(y for ys in height.values() for y in ys), min(y for ys in height.values() for y in ys)
+    assert height["x"] == [top] and height["w"] == [top]
+    assert height["()"] == [bottom]
+    assert min(height["AccumulateGrad"]) > height["MulBackward0"][0] > height["ExpBackward0"][0] > height["SumBackward0"][0]
+    assert height["result"][0] > height["ExpBackward0"][0]   # the saved result sits above the node keeping it

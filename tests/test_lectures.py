@@ -7,6 +7,10 @@ and compares every code cell's outputs with the stored ones, after masking what 
 changes between runs (memory addresses, object ids).  A cell tagged ``nondeterministic``
 (timings) is compared by output kind only; cells tagged ``gpu`` or ``mps`` depend on the
 hardware and are checked by ``tests/test_gpu.py`` instead.
+
+A markdown cell that asks the reader to **Predict** is answered by the code cells after it (up
+to the next markdown cell); their outputs are stored collapsed (``jupyter.outputs_hidden``), so
+the answer is one click away in JupyterLab but not on screen before the guess.
 """
 from __future__ import annotations
 
@@ -111,3 +115,56 @@ def test_lecture_reruns_with_the_stored_outputs(path, slot):
             f"{path.name} cell {i} prints something else than what is stored:\n"
             f"--- source ---\n{old.source}\n--- stored ---\n{comparable(old)}\n--- now ---\n{comparable(new)}"
         )
+
+
+PREDICT = re.compile(r"\bPredict\b")  # "**Predict:**", "**Predict.**", "**Predict** which ..."
+
+
+def predictions(nb: nbformat.NotebookNode) -> tuple[list[int], set[int]]:
+    """(the markdown cells that ask for a prediction, the code cells that answer them)."""
+    prompts, answers, asking = [], set(), False
+    for i, cell in enumerate(nb.cells):
+        if cell.cell_type == "markdown":
+            asking = bool(PREDICT.search(cell.source))
+            if asking:
+                prompts.append(i)
+        elif cell.cell_type == "code" and asking:
+            answers.add(i)
+    return prompts, answers
+
+
+def collapsed(nb: nbformat.NotebookNode) -> set[int]:
+    return {i for i, c in enumerate(nb.cells)
+            if c.cell_type == "code" and c.get("metadata", {}).get("jupyter", {}).get("outputs_hidden")}
+
+
+def test_the_lectures_ask_for_predictions():
+    assert sum(len(predictions(nbformat.read(p, as_version=4))[0]) for p in LECTURES) >= 50
+
+
+@pytest.mark.parametrize("path", LECTURES, ids=ids(LECTURES))
+def test_a_predictions_answer_is_stored_collapsed_and_nothing_else_is(path):
+    nb = nbformat.read(path, as_version=4)
+    prompts, answers = predictions(nb)
+    unanswered = [i for i in prompts if i + 1 == len(nb.cells) or nb.cells[i + 1].cell_type != "code"]
+    assert not unanswered, f"cells {unanswered} ask for a prediction, but the next cell is no code cell that answers it"
+    hidden = collapsed(nb)
+    shown = sorted(answers - hidden)
+    assert not shown, (f"cells {shown} answer a Predict question with their outputs in view: "
+                       'set their metadata "jupyter": {"outputs_hidden": true}')
+    stray = sorted(hidden - answers)
+    assert not stray, f"cells {stray} have their outputs collapsed, but no Predict question comes before them"
+    empty = sorted(i for i in answers if not nb.cells[i].get("outputs"))
+    assert not empty, f"cells {empty} answer a Predict question but store no outputs to reveal"
+
+
+TITLE = re.compile(r"# (\d\d[a-z]?) \u2014 \S")  # "# 02 — `clone()`: a copy that stays in the graph"
+
+
+@pytest.mark.parametrize("path", LECTURES, ids=ids(LECTURES))
+def test_lecture_title_is_numbered_like_the_others(path):
+    first = nbformat.read(path, as_version=4).cells[0]
+    line = first.source.splitlines()[0] if first.cell_type == "markdown" and first.source else ""
+    m = TITLE.match(line)
+    assert m and path.stem.startswith(m.group(1) + "_"), (
+        f"{path.name} opens with {line!r}: write its title as '# {path.stem.split('_')[0]} \u2014 Title'")

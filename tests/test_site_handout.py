@@ -137,6 +137,108 @@ def test_site_has_no_broken_page_anchor_or_image_link(built_site):
     assert check_links(out) == []
 
 
+
+class Fetches(HTMLParser):
+    """What a page would load from the network: remote URLs in tag attributes (a link's href
+    aside: following it is the reader's choice), in scripts, and in style sheets."""
+
+    REMOTE = re.compile(r"^\s*(?:https?:)?//", re.I)
+
+    def __init__(self):
+        super().__init__()
+        self.found: list[str] = []
+        self._inside: str | None = None
+
+    def handle_starttag(self, tag, attrs):
+        for name, value in attrs:
+            if value is None or (tag == "a" and name == "href"):
+                continue
+            if self.REMOTE.search(value) or (name in ("style", "srcset") and re.search(r"https?://", value)):
+                self.found.append(f"<{tag} {name}={value[:90]!r}>")
+        self._inside = tag if tag in ("script", "style") else None
+
+    def handle_endtag(self, tag):
+        self._inside = None
+
+    def handle_data(self, data):
+        if self._inside == "style":
+            data = re.sub(r"/\*.*?\*/", "", data, flags=re.S)  # a URL in a CSS comment loads nothing
+            self.found += [f"<style> {m.group(0)[:90]!r}" for m in
+                           re.finditer(r"https?://\S+|url\(\s*['\"]?//\S+|@import\s+\S+", data)]
+        elif self._inside == "script":
+            self.found += [f"<script> {m.group(0)[:90]!r}" for m in re.finditer(r"https?://\S+", data)]
+
+
+def test_site_pages_load_nothing_from_the_network(built_site):
+    out, _ = built_site
+    pages = sorted(out.glob("*.html"))
+    assert pages
+    for page in pages:
+        fetches = Fetches()
+        fetches.feed(page.read_text(encoding="utf-8"))
+        assert fetches.found == [], f"{page.name} loads from the network: {fetches.found[:5]}"
+
+
+def test_the_offline_check_catches_a_cdn_script_and_allows_a_link_in_the_prose():
+    fetches = Fetches()
+    fetches.feed('<p>See <a href="https://pytorch.org/docs/stable/tensor_view.html">the docs</a>.</p>'
+                 '<script src="https://cdn.example.org/mathjax.js"></script>'
+                 '<script>import("https://cdn.example.org/mermaid.mjs")</script>'
+                 '<style>/* from https://example.org */ @import url(https://fonts.example.org/a.css);</style>'
+                 '<img src="data:image/png;base64,AAAA">')
+    assert [f.split()[0] for f in fetches.found] == ["<script", "<script>", "<style>"]
+    assert "fonts.example.org" in fetches.found[2] and not any("//example.org" in f for f in fetches.found)
+
+
+class Reveals(HTMLParser):
+    """Per cell of a page (by its id anchor): are its outputs inside a <details> reveal?"""
+
+    def __init__(self):
+        super().__init__()
+        self.open_details = 0
+        self.cell: str | None = None
+        self.outputs: dict[str, set[bool]] = {}   # cell id -> {inside a reveal?} over its outputs
+        self.hidden_inputs: list[str | None] = []
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        classes = (a.get("class") or "").split()
+        if tag == "details":
+            self.open_details += 1
+        if tag == "div" and (a.get("id") or "").startswith("cell-id="):
+            self.cell = a["id"][len("cell-id="):]
+        if "jp-OutputArea-output" in classes:
+            self.outputs.setdefault(self.cell, set()).add(self.open_details > 0)
+        if "jp-InputArea-editor" in classes and self.open_details:
+            self.hidden_inputs.append(self.cell)
+
+    def handle_endtag(self, tag):
+        if tag == "details":
+            self.open_details -= 1
+
+
+def test_site_shows_a_predictions_answer_only_behind_a_reveal(built_site):
+    out, _ = built_site
+    revealed = 0
+    for nb_path in lectures(ROOT):
+        nb = nbformat.read(nb_path, as_version=4)
+        text = (out / f"{nb_path.stem}.html").read_text(encoding="utf-8")
+        page = Reveals()
+        page.feed(text)
+        assert not page.hidden_inputs, f"{nb_path.name}: the code of cells {page.hidden_inputs} is hidden too"
+        hidden = 0
+        for i, cell in enumerate(nb.cells):
+            if cell.cell_type != "code" or not cell.get("outputs"):
+                continue
+            answer = bool(cell.metadata.get("jupyter", {}).get("outputs_hidden"))
+            hidden += answer
+            where = "behind a reveal" if answer else "in view"
+            assert page.outputs.get(cell.id) == {answer}, f"{nb_path.name} cell {i}: outputs should be {where}"
+        assert text.count("<summary>Show what it prints</summary>") == hidden, nb_path.name
+        revealed += hidden
+    assert revealed >= 50, "the lectures' Predict answers are collapsed (tests/test_lectures.py)"
+
+
 def test_site_takes_any_number_of_lectures_and_rewrites_links_between_them(tmp_path):
     root = tmp_path / "course-root"
     (root / LECTURE_DIR).mkdir(parents=True)
@@ -218,7 +320,7 @@ def test_handout_has_no_solutions_and_no_hidden_tests(made_handout):
         given = nbformat.read(folder / RELEASE_DIR / a / f"{a}.ipynb", as_version=4)
         shown = {line.strip() for c in given.cells for line in c.source.splitlines()}
         assert not secret & shown, f"{a}: {sorted(secret & shown)[:3]}"
-        hidden_cells = [c for c in given.cells if role(c).is_test and "_hidden" in (role(c).grade_id or "")]
+        hidden_cells = [c for c in given.cells if role(c).is_test and (role(c).grade_id or "").endswith("_hidden")]
         for cell in hidden_cells:
             assert all(not l.strip() or l.lstrip().startswith("#") for l in cell.source.splitlines()), a
 
@@ -246,7 +348,7 @@ def test_a_student_can_check_an_exercise_with_the_handouts_own_package(made_hand
     assert Path(out.stdout.strip()).is_relative_to(folder)
     out = subprocess.run([PY, "-m", "autograder", "check", "exercises/a1_views/a1_views.ipynb"], cwd=folder,
                          capture_output=True, text=True, env=env, timeout=300)
-    assert out.returncode == 1 and "0/4 visible tests pass" in " ".join(out.stdout.split()), out.stdout + out.stderr
+    assert out.returncode == 1 and "0/5 visible tests pass" in " ".join(out.stdout.split()), out.stdout + out.stderr
     usage = subprocess.run([PY, "-m", "autograder", "--help"], cwd=folder, capture_output=True, text=True, env=env).stdout
     assert "{doctor,check,lab,progress}" in usage, f"a student's copy offers other commands than the learner's: {usage}"
 

@@ -1,9 +1,12 @@
 """``make site``: the lectures as static HTML, outputs and pictures included, for reading anywhere.
 
 Each notebook of ``course/`` is rendered with nbconvert's JupyterLab template, as stored (the
-lectures are committed executed), with every image embedded in the page (``data:`` URIs), so
-the folder can be opened from disk, copied, or served by any static host.  An index page lists
-the lectures; every page links to the index and to the previous and next lecture.
+lectures are committed executed), with every image embedded in the page (``data:`` URIs) and
+none of the scripts the template would fetch from a CDN (MathJax, Mermaid, require.js: the
+lectures use no TeX and no Mermaid), so the folder can be opened from disk without a network,
+copied, or served by any static host.  The outputs of a cell that answers a "Predict" question
+(stored collapsed, ``outputs_hidden``) sit behind a "Show what it prints" reveal.  An index page
+lists the lectures; every page links to the index and to the previous and next lecture.
 """
 from __future__ import annotations
 
@@ -21,7 +24,11 @@ COURSE_TITLE = "Copy That"
 
 TEMPLATE = r"""
 {%- extends 'index.html.j2' -%}
+{#- Nothing from the network: no require.js, MathJax, Mermaid or widget scripts. -#}
 {%- block html_head_js_requirejs -%}{%- endblock html_head_js_requirejs -%}
+{%- block html_head_js_mathjax -%}{%- endblock html_head_js_mathjax -%}
+{%- block html_head_js_mermaidjs -%}{%- endblock html_head_js_mermaidjs -%}
+{% block jupyter_widgets %}{% endblock jupyter_widgets %}
 {% block extra_css %}
 {{ super() }}
 <style>{{ resources.copy_that.css }}</style>
@@ -30,6 +37,16 @@ TEMPLATE = r"""
 {{ super() }}
 {{ resources.copy_that.nav }}
 {%- endblock body_header -%}
+{#- A prediction's answer (outputs stored collapsed) waits behind a reveal; the code stays visible. -#}
+{% block output_group scoped -%}
+{%- if cell.metadata.get('jupyter', {}).get('outputs_hidden') -%}
+<details class="ct-reveal"><summary>Show what it prints</summary>
+{{ super() }}
+</details>
+{%- else -%}
+{{ super() }}
+{%- endif -%}
+{%- endblock output_group %}
 {#- Diagrams carry their text drawing (text/plain) as the picture's alternative text. -#}
 {% block data_svg scoped -%}
 <div class="jp-RenderedSVG jp-OutputArea-output {{ extra_class }}" data-mime-type="image/svg+xml">
@@ -50,6 +67,8 @@ nav.ct-nav a { text-decoration: none; }
 nav.ct-nav .ct-prev, nav.ct-nav .ct-next { flex: 1; }
 nav.ct-nav .ct-next { text-align: right; }
 nav.ct-nav .ct-home { font-weight: 600; }
+details.ct-reveal > summary { cursor: pointer; margin: 0.3em 0 0.3em 1em; color: #1a5fb4;
+  font-family: system-ui, sans-serif; font-size: 14px; }
 """
 
 INDEX_CSS = """

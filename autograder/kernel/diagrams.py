@@ -1,21 +1,23 @@
 """Pictures for the lectures: memory diagrams and autograd graphs.
 
 ``memory_diagram(a=a, b=b)`` draws names -> tensor objects -> storages, so a learner sees which
-names alias; ``autograd_graph(loss)`` draws the backward graph with torchviz.  Both display as
-SVG in JupyterLab when Graphviz's ``dot`` is installed and fall back to a text drawing, with a
-one-line hint, when it is not.  Like ``checks``, this module runs in learners' kernels and
-imports nothing from the grading side.
+names alias; ``same_storage(a, b)`` is the question that diagram answers, as a bool;
+``autograd_graph(loss)`` draws the backward graph with torchviz, leaves at the top and the
+output at the bottom.  Both pictures display as SVG in JupyterLab when Graphviz's ``dot`` is
+installed and fall back to a text drawing, with a one-line hint, when it is not.  Like
+``checks``, this module runs in learners' kernels and imports nothing from the grading side.
 """
 from __future__ import annotations
 
 import html
+import re
 import shutil
 import warnings
 from typing import Any, Iterable
 
 import torch
 
-__all__ = ["Diagram", "memory_diagram", "autograd_graph", "dot_available", "DOT_HINT"]
+__all__ = ["Diagram", "memory_diagram", "same_storage", "autograd_graph", "dot_available", "DOT_HINT"]
 
 DOT_HINT = (
     "Graphviz's `dot` was not found, so this is the text version. Install it "
@@ -105,6 +107,9 @@ def memory_diagram(*args: dict[str, torch.Tensor], **named: torch.Tensor) -> Dia
     ``memory_diagram(a=a, b=b, v=a[1])`` or ``memory_diagram({"a": a, "a[1]": a[1]})``.
     Names bound to the same object point at one tensor box; tensors that share a storage point
     into one storage row, at the element where their view starts (the storage offset).
+    The boxes are numbered T1, T2, ... and S1, S2, ... in the order the names are given: a tensor
+    records no creation time, so list the names in the order their tensors were made (the
+    lectures do), and T1 is the oldest.
     """
     items: dict[str, torch.Tensor] = {}
     for mapping in args:
@@ -182,6 +187,11 @@ def _storage_key(t: torch.Tensor) -> tuple[int, int]:
     return (storage.data_ptr(), storage.nbytes())
 
 
+def same_storage(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """True when ``a`` and ``b`` look into one storage: one storage box in ``memory_diagram``."""
+    return _storage_key(a) == _storage_key(b)
+
+
 def _esc(text: str) -> str:
     return text.replace("\\", "\\\\").replace('"', '\\"')
 
@@ -195,7 +205,8 @@ def autograd_graph(output: torch.Tensor | Iterable[torch.Tensor], params: dict[s
     """Draw the backward graph behind ``output`` with torchviz (text tree without ``dot``).
 
     ``params`` names the leaves (``{"x": x}``), as torchviz's ``make_dot`` does; ``show_saved``
-    adds the tensors autograd saved for backward (orange boxes).
+    adds the tensors autograd saved for backward (orange boxes).  Every picture has one
+    orientation: the arrows follow the forward pass, leaves at the top, the output at the bottom.
     """
     import torchviz  # imported late: torchviz pulls in graphviz
 
@@ -205,7 +216,38 @@ def autograd_graph(output: torch.Tensor | Iterable[torch.Tensor], params: dict[s
         # call; the warning says nothing about the learner's code.
         warnings.simplefilter("ignore", DeprecationWarning)
         graph = torchviz.make_dot(output, params=params, show_attrs=show_saved, show_saved=show_saved)
+    if show_saved:
+        graph.body = _saved_edges_into_their_nodes(graph.body, output)
     return Diagram(graph.source, _graph_text(output, params))
+
+
+_EDGE = re.compile(r"^(\s*)(\S+) -> (\S+) (\[dir=none\])$")
+
+
+def _saved_edges_into_their_nodes(body: list[str], output: Any) -> list[str]:
+    """Turn each "node keeps tensor" line of torchviz round, so the saved tensor sits above its node.
+
+    torchviz draws them as ``node -> tensor``: Graphviz then ranks every saved tensor below the
+    node that keeps it, a saved leaf too, and the picture comes out upside down (its leaves low,
+    the first operation on top).  The line has no arrowhead, so its direction only tells the
+    layout where to put the tensor; pointing it into the node keeps every edge running downward.
+    """
+    nodes: set[str] = set()
+    todo = [r.grad_fn for r in (output if isinstance(output, (tuple, list)) else [output])]
+    while todo:
+        fn = todo.pop()
+        if fn is None or str(id(fn)) in nodes:
+            continue
+        nodes.add(str(id(fn)))
+        todo.extend(child for child, _ in getattr(fn, "next_functions", ()))
+    out = []
+    for line in body:
+        m = _EDGE.match(line.rstrip("\n"))
+        if m and m.group(2) in nodes and m.group(3) not in nodes:
+            indent, fn, tensor, attrs = m.groups()
+            line = f"{indent}{tensor} -> {fn} {attrs}\n"
+        out.append(line)
+    return out
 
 
 def _graph_text(output: Any, params: dict[str, torch.Tensor]) -> str:
