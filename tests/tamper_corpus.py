@@ -1,6 +1,7 @@
 """Submissions that try to fool, break or escape the grader, and the outcome each must have.
 
-Every case is a submission of assignment 1 (auto-graded maximum 12: four exercises worth 3).
+Every case is a submission of assignment 1 (auto-graded maximum 13: the prediction set worth 1,
+then four exercises worth 3).
 ``build(ctx)`` returns the notebook (or raw bytes) to submit; ``check(result, ctx)`` asserts the
 outcome.  ``ctx`` carries the course root, a TCP port a test server listens on, and a marker
 that leftover processes would carry.
@@ -16,7 +17,7 @@ import nbformat
 from autograder.learner.cells import role
 from harness import ROOT, submission
 
-FULL = 12.0
+FULL = 13.0
 SHARES_WRONG = "def shares_memory(a, b):\n    return a is b\n"   # loses the 3 points of shares_memory
 # what a planted startup file or kernel config would do: leave a mark in the working folder
 PLANT = "open('planted-ran.txt', 'w').write('yes')\n"
@@ -117,9 +118,9 @@ CASES: list[Case] = [
          lambda ctx: b"def shares_memory(a, b):\n    return True\n", 0.0, graded=False, problem="not a notebook"),
     Case("not-utf8", "binary garbage", lambda ctx: bytes(range(256)) * 4, 0.0, graded=False, problem="not"),
     # --- faults ----------------------------------------------------------------------------------
-    Case("exit-midway", "os._exit(1) in the third answer: the first two keep their points",
+    Case("exit-midway", "os._exit(1) in the third answer: the predictions and the first two keep their points",
          lambda ctx: with_code(before="import os\nos._exit(1)", target="plus_one"),
-         6.0, problem="kernel died"),
+         7.0, problem="kernel died"),
     Case("infinite-loop", "plus_one never returns",
          lambda ctx: ref(plus_one="def plus_one(t):\n    while True:\n        pass\n"),
          FULL - 3),

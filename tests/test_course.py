@@ -212,7 +212,7 @@ def test_check_on_the_blank_release_says_not_started(tmp_path):
     out = run_cli("check", str(nb))
     assert out.returncode == 1
     assert "test_shares_memory" in out.stdout and "NotImplementedError" in out.stdout
-    assert "0/4 visible tests pass" in out.stdout
+    assert "0/5 visible tests pass" in out.stdout
     assert "hidden tests" in out.stdout
 
 
@@ -222,7 +222,7 @@ def test_check_on_a_wrong_answer_shows_the_diagnosis(tmp_path):
     nbformat.write(submission("a1_views", {"shares_memory": answer}), nb)
     out = run_cli("check", str(nb), env=dict(os.environ, COLUMNS="250"))   # wide: one table row, one line
     assert out.returncode == 1
-    assert "3/4 visible tests pass" in out.stdout
+    assert "4/5 visible tests pass" in out.stdout
     row = next(line for line in out.stdout.splitlines() if "test_shares_memory " in line)
     assert "✗" in row and "0/1" in row
     assert "shares_memory(a, a[1]) is False; expected True. Likely mistake: a[1] is a view of a" in row, row
@@ -234,7 +234,7 @@ def test_check_on_the_reference_answers_passes(tmp_path):
     out = run_cli("check", str(nb))
     assert out.returncode == 0, out.stdout
     flat = " ".join(out.stdout.split())
-    assert "4/4 visible tests pass, 4/4 points" in flat
+    assert "5/5 visible tests pass, 5/5 points" in flat
     assert "Hidden tests run when the assignment is graded; written answers are read by hand." in flat
     assert "still empty" not in flat and "Not done yet" not in flat
 
@@ -246,7 +246,7 @@ def test_check_is_not_done_while_a_written_answer_is_empty(tmp_path):
     out = run_cli("check", str(tmp_path / "a1_views.ipynb"))
     flat = " ".join(out.stdout.split())
     assert out.returncode == 1, out.stdout
-    assert "4/4 visible tests pass" in flat
+    assert "5/5 visible tests pass" in flat
     assert "1 written answer is still empty (graded by hand): why_not_id" in flat
     assert "Not done yet: 1 written answer to write." in flat
 

@@ -110,7 +110,7 @@ def test_tamper_case_has_its_outcome(case: Case, corpus):
     r = results[case.name]
     lo, hi = case.score if isinstance(case.score, tuple) else (case.score, case.score)
     assert lo <= r.score <= hi, f"{case.what}: scored {r.score}, expected {case.score}; {r.problems} {r.flags}"
-    assert r.max_score == 14.0, "points a submission claims never change the maximum"
+    assert r.max_score == 15.0, "points a submission claims never change the maximum"
     assert r.graded is case.graded, r.problems
     if case.flag:
         assert any(case.flag in f for f in r.flags), f"expected a flag with {case.flag!r}: {r.flags}"
@@ -167,7 +167,7 @@ def test_nothing_escapes_the_sandbox(corpus):
     victims = {name: r for name, r in results.items() if name.endswith(VICTIM)}
     assert len(victims) == len(RUNS_HOSTILE_CODE)
     changed = {name: (r.score, r.flags, r.problems) for name, r in victims.items()
-               if (r.score, r.flags, r.problems) != (12.0, [], [])}
+               if (r.score, r.flags, r.problems) != (13.0, [], [])}
     assert not changed, f"an attacker changed the grading of the honest student after it: {changed}"
 
 
@@ -179,7 +179,7 @@ def test_gradebook_and_autograded_notebooks_work_for_nbgrader(corpus):
     out = run_nbgrader("generate_feedback", "a1_views", "--student", "honest", cwd=root)
     assert out.returncode == 0, out.stderr
     html = (root / "feedback" / "honest" / "a1_views" / "a1_views.html").read_text()
-    assert "a1_views (Score: 12.0 / 14.0)" in html, "the feedback shows the autograded score of 12 out of 14"
+    assert "a1_views (Score: 13.0 / 15.0)" in html, "the feedback shows the autograded score of 13 out of 15"
     assert "BEGIN HIDDEN TESTS" not in html
     out = run_nbgrader("export", "--to", "grades.csv", cwd=root)
     assert out.returncode == 0, out.stderr
@@ -311,7 +311,7 @@ def test_a_run_that_fails_or_is_interrupted_keeps_every_earlier_result(course, m
     pool = SlotPool(1, sandboxed=True).__enter__()   # one fork server for the three runs
     monkeypatch.setattr(runner, "SlotPool", lambda *a, **k: contextlib.nullcontext(pool))
     [first] = Grader(root, "a1_views", students=["keeps"], jobs=1, log=lambda m: None).run()
-    assert first.score == 12.0
+    assert first.score == 13.0
     graded = root / "autograded" / "keeps" / "a1_views" / "a1_views.ipynb"
     before = graded.read_bytes()
 
@@ -357,9 +357,9 @@ def test_plain_nbgrader_autograde_from_the_course_root_is_sandboxed(course):
     def auto(student: str) -> float:
         return sum(v for v in scores_of(course, "a1_views", student).values() if v >= 0)
 
-    assert auto("plain-custom-exc") == 9.0, "the swallowed error still fails"
+    assert auto("plain-custom-exc") == 10.0, "the swallowed error still fails"
     for name in ("read-secrets", "reads-host"):
-        assert auto(f"plain-{name}") == 12.0
+        assert auto(f"plain-{name}") == 13.0
         nb = nbformat.read(course / "autograded" / f"plain-{name}" / "a1_views" / "a1_views.ipynb", as_version=4)
         printed = _output_of(type("R", (), {"autograded": nb}), "shares_memory")
         assert "LEAKED" not in printed and ("blocked" in printed or "hidden" in printed), printed

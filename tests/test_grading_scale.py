@@ -21,7 +21,7 @@ from harness import free_port, scratch_course, stop, submission, submit
 
 
 WRONG = {"shares_memory": "def shares_memory(a, b):\n    return a is b\n"}
-EXPECTED = {"reference": 12.0, "blank": 0.0, "wrong": 9.0}
+EXPECTED = {"reference": 13.0, "blank": 0.0, "wrong": 10.0}
 
 
 
@@ -99,7 +99,7 @@ def test_gradebook_in_postgresql(tmp_path):
         from nbgrader.api import Gradebook
 
         with Gradebook(db_url) as gb:
-            assert gb.find_submission("a1_views", "reference").score == 12.0
+            assert gb.find_submission("a1_views", "reference").score == 13.0
     finally:
         conn.cursor().execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
         conn.close()

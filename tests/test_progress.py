@@ -52,7 +52,7 @@ def test_progress_shows_done_failing_with_its_diagnostic_not_started_and_missing
     by = {r.assignment: r for r in rows}
     assert [r.assignment for r in rows] == ["a1_views", "a2_clone", "a3_detach", "a4_grad_modes"]
     assert by["a1_views"].status == "failing"
-    assert (by["a1_views"].passed, by["a1_views"].tests) == (3, 4)
+    assert (by["a1_views"].passed, by["a1_views"].tests) == (4, 5)
     assert by["a1_views"].diagnostic.startswith("test_shares_memory:")
     assert "a[1] is a view of a" in by["a1_views"].diagnostic  # the test's own hint
     assert by["a2_clone"].status == "not started" and by["a2_clone"].points == 0
@@ -230,12 +230,12 @@ def test_check_watch_rechecks_on_save_and_prints_the_hint_after_a_failure(tmp_pa
 
     try:
         first = wait_for(lambda out: out.count("watching a2_clone.ipynb") == 1)
-        assert "1/2 visible tests pass" in first and "hint for" not in first  # graph_copy right, edit_copy not started
+        assert "1/3 visible tests pass" in first and "hint for" not in first  # graph_copy right; predictions, edit_copy not started
         time.sleep(0.05)
         write(_learner_notebook_with("return t.detach().clone()"), nb)  # the learner saves a wrong answer
         out = wait_for(lambda out: out.count("watching a2_clone.ipynb") == 2)
         second = out[len(first):]
-        assert "0/2 visible tests pass" in second and "requires_grad is False" in second
+        assert "0/3 visible tests pass" in second and "requires_grad is False" in second
         assert "hint for graph_copy():" in second and "lecture 02" in second
     finally:
         proc.send_signal(signal.SIGINT)

@@ -11,6 +11,7 @@ change what a check sees.
 """
 from __future__ import annotations
 
+import hashlib
 import math
 from typing import Any
 
@@ -33,6 +34,7 @@ __all__ = [
     "check_close",
     "check_grad",
     "check_equal",
+    "check_predictions",
     "version",
 ]
 
@@ -65,6 +67,9 @@ _bool = bool
 _type = type
 _isinstance = isinstance
 _repr = repr
+_sha256 = hashlib.sha256
+_str = str
+_dict = dict
 
 ATOL = 1e-5
 RTOL = 1e-5
@@ -297,6 +302,52 @@ def check_equal(actual: Any, expected: Any, what: str = "the result",
         _fail(f"{what} holds {odd}", "the same kinds of values all the way down", hint)
     if not (expected == actual):
         _fail(f"{what} is {_safe_repr(actual)}", f"{expected!r}", hint)
+
+
+def check_predictions(answers: Any, key: dict[str, str], why: dict[str, dict[str, str]], salt: str) -> None:
+    """Each prediction in ``answers`` (question -> letter) is the right letter, without the letters in sight.
+
+    ``key[q]`` is the hex ``sha256(salt + q + ":" + right_letter)``; ``why[q]`` maps the same hash of
+    each wrong letter to the misconception behind it.  A letter may be written in either case, with
+    spaces or in parentheses (``"b"``, ``"B"``, ``" (b) "``).  The first wrong or missing answer fails
+    with its diagnosis; a dict still all ``"?"``, as handed out, raises ``NotImplementedError``
+    (not started, like an empty function).
+    """
+    __tracebackhide__ = True  # IPython shows the test's line, not this helper's
+    if _type(answers) is not _dict:
+        _fail(f"PREDICTIONS is a {_type_name(answers)}", 'a dict of letters, such as {"q1": "a", "q2": "b"}',
+              "run the answer cell above this test, and keep PREDICTIONS a plain dict.")
+
+    def letter(value: Any) -> Any:
+        if _type(value) is not _str:
+            return value
+        text = value.strip()
+        if len(text) >= 2 and text[0] == "(" and text[-1] == ")":
+            text = text[1:-1].strip()
+        return text.lower()
+
+    def blank(value: Any) -> bool:
+        return value is None or (_type(value) is _str and value in ("", "?"))
+
+    def digest(q: str, text: str) -> str:
+        return _sha256((salt + q + ":" + text).encode("utf-8")).hexdigest()
+
+    if all(blank(letter(answers.get(q))) for q in key):
+        raise NotImplementedError('no predictions yet: replace each "?" in PREDICTIONS with the letter you predict')
+    for q, right in key.items():
+        given = letter(answers.get(q))
+        if blank(given):
+            _fail(f"{q}: no prediction", f'a letter in PREDICTIONS["{q}"]')
+        if _type(given) is not _str:
+            _fail(f"{q}: the prediction is a {_type_name(given)} ({_safe_repr(given)})", 'a letter in quotes, such as "a"')
+        if digest(q, given) == right:
+            continue
+        shown = given if len(given) <= 12 else given[:12] + "..."
+        diagnosis = why.get(q, {}).get(digest(q, given))
+        if diagnosis is None:
+            _fail(f"{q}: you predicted ({shown})", f"one of the lettered choices of {q}")
+        _fail(f"{q}: you predicted ({shown})", "another choice", diagnosis)
+    ok(f"all {len(key)} predictions right")
 
 
 _PLAIN = (str, _int, _float, _bool, type(None))

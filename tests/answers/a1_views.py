@@ -69,6 +69,16 @@ def count_storages(tensors):
 def count_storages(tensors):
     return len(tensors)
 '''),
+    # --- the prediction set: wrong letters fail with their diagnosis
+    Answer("predictions", "thinks `a = a + 1` also changes `b`", '''
+PREDICTIONS = {"q1": "a", "q2": "a", "q3": "b", "q4": "b"}
+''', message="`a = a + 1` builds a new tensor in new memory and moves"),
+    Answer("predictions", "expects `reshape` to refuse like `view`", '''
+PREDICTIONS = {"q1": "b", "q2": "a", "q3": "b", "q4": "c"}
+''', message="only `view` refuses a layout it cannot express"),
+    Answer("predictions", "leaves one question as handed out", '''
+PREDICTIONS = {"q1": "b", "q2": "?", "q3": "b", "q4": "b"}
+''', message='q2: no prediction; expected a letter in PREDICTIONS["q2"]'),
 ]
 
 RIGHT = [
@@ -120,5 +130,9 @@ def count_storages(tensors):
     for t in tensors:
         by_storage.setdefault(t.untyped_storage().data_ptr(), []).append(t)
     return len(by_storage)
+'''),
+    # --- the prediction set: check_predictions accepts either case, spaces and parentheses
+    Answer("predictions", "upper-case letters", '''
+PREDICTIONS = {"q1": "B", "q2": "A", "q3": "B", "q4": "B"}
 '''),
 ]

@@ -74,6 +74,13 @@ def edit_copy(y, index, value):
         result[index] = value
     return result
 ''', message="requires_grad is False"),
+    # --- the prediction set: wrong letters fail with their diagnosis
+    Answer("predictions", "believes the blog: a clone is a leaf", '''
+PREDICTIONS = {"q1": "a", "q2": "b", "q3": "b", "q4": "b", "q5": "c"}
+''', message="`clone()` is recorded in the graph as `CloneBackward0`, so"),
+    Answer("predictions", "expects a contiguous clone", '''
+PREDICTIONS = {"q1": "b", "q2": "b", "q3": "b", "q4": "a", "q5": "c"}
+''', message="the default `memory_format=torch.preserve_format` keeps the"),
 ]
 
 RIGHT = [
@@ -120,5 +127,9 @@ def edit_copy(y, index, value):
     keep = torch.ones_like(y)
     keep[index] = 0
     return y * keep + value * (1 - keep)
+'''),
+    # --- the prediction set: check_predictions accepts either case, spaces and parentheses
+    Answer("predictions", "letters in parentheses, with spaces and mixed case", '''
+PREDICTIONS = {"q1": "(b)", "q2": " (B) ", "q3": "b ", "q4": "(B)", "q5": "(c)"}
 '''),
 ]

@@ -65,6 +65,13 @@ def log_loss(history, loss):
 def log_loss(history, loss):
     history = history + [loss.item()]
 ''', message="only rebinds a local name"),
+    # --- the prediction set: wrong letters fail with their diagnosis
+    Answer("predictions", "thinks detach() copies", '''
+PREDICTIONS = {"q1": "a", "q2": "b", "q3": "b", "q4": "b", "q5": "a"}
+''', message="`detach()` copies nothing"),
+    Answer("predictions", "thinks .data is caught like detach()", '''
+PREDICTIONS = {"q1": "b", "q2": "b", "q3": "a", "q4": "b", "q5": "a"}
+''', message="`.data` does not share the version counter"),
 ]
 
 RIGHT = [
@@ -124,5 +131,9 @@ def log_loss(history, loss):
     Answer("log_loss", "augmented assignment extends the list in place", '''
 def log_loss(history, loss):
     history += [loss.detach().item()]
+'''),
+    # --- the prediction set: check_predictions accepts either case, spaces and parentheses
+    Answer("predictions", "upper-case letters", '''
+PREDICTIONS = {"q1": "B", "q2": "B", "q3": "B", "q4": "B", "q5": "A"}
 '''),
 ]

@@ -123,6 +123,13 @@ def sgd_step_(params, lr):
             p.sub_(lr * p.grad)
             p.grad = None
 ''', message="unsupported operand"),
+    # --- the prediction set: wrong letters fail with their diagnosis
+    Answer("predictions", "thinks no_grad switches Dropout off", '''
+PREDICTIONS = {"q1": "b", "q2": "b", "q3": "b", "q4": "a", "q5": "a"}
+''', message="grad mode only decides what is recorded"),
+    Answer("predictions", "misses the no_grad view trap", '''
+PREDICTIONS = {"q1": "b", "q2": "a", "q3": "b", "q4": "a", "q5": "b"}
+''', message="a view inherits `requires_grad=True` from its base even"),
 ]
 
 RIGHT = [
@@ -184,5 +191,9 @@ def sgd_step_(params, lr):
         if p.grad is not None:
             p.data.sub_(lr * p.grad)
             p.grad = None
+'''),
+    # --- the prediction set: check_predictions accepts either case, spaces and parentheses
+    Answer("predictions", "upper-case letters", '''
+PREDICTIONS = {"q1": "B", "q2": "A", "q3": "B", "q4": "A", "q5": "A"}
 '''),
 ]

@@ -79,6 +79,13 @@ def restore_(model, checkpoint):
     for name, p in model.named_parameters():
         p.copy_(checkpoint[name])
 ''', message="leaf Variable"),
+    # --- the prediction set: wrong letters fail with their diagnosis
+    Answer("predictions", "expects copy_ to round", '''
+PREDICTIONS = {"q1": "b", "q2": "a", "q3": "b", "q4": "a"}
+''', message="the destination's dtype wins, and floats are truncated"),
+    Answer("predictions", "takes state_dict() for a copy", '''
+PREDICTIONS = {"q1": "b", "q2": "b", "q3": "b", "q4": "b"}
+''', message="`state_dict()` hands out detached aliases of the"),
 ]
 
 RIGHT = [
@@ -138,5 +145,9 @@ def restore_(model, checkpoint):
 def restore_(model, checkpoint):
     for name, t in model.state_dict(keep_vars=True).items():
         t.data.copy_(checkpoint[name])
+'''),
+    # --- the prediction set: check_predictions accepts either case, spaces and parentheses
+    Answer("predictions", "letters in parentheses, with spaces and mixed case", '''
+PREDICTIONS = {"q1": "(b)", "q2": " (B) ", "q3": "b ", "q4": "(A)"}
 '''),
 ]

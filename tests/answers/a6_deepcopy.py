@@ -66,6 +66,13 @@ def copy_preserving_sharing(tensors):
         out.append(whole.clone().as_strided(t.size(), t.stride(), t.storage_offset()))
     return out
 '''),
+    # --- the prediction set: wrong letters fail with their diagnosis
+    Answer("predictions", "believes deepcopy copies the graph", '''
+PREDICTIONS = {"q1": "a", "q2": "a", "q3": "b", "q4": "a", "q5": "b"}
+''', message="`deepcopy` copies no graph"),
+    Answer("predictions", "takes state_dict() for a checkpoint", '''
+PREDICTIONS = {"q1": "c", "q2": "a", "q3": "b", "q4": "a", "q5": "a"}
+''', message="the values of `state_dict()` are detached aliases of the"),
 ]
 
 RIGHT = [
@@ -115,5 +122,9 @@ def copy_preserving_sharing(tensors):
             bases[key] = whole.clone()
         out.append(bases[key].as_strided(t.size(), t.stride(), t.storage_offset()))
     return out
+'''),
+    # --- the prediction set: check_predictions accepts either case, spaces and parentheses
+    Answer("predictions", "upper-case letters", '''
+PREDICTIONS = {"q1": "C", "q2": "A", "q3": "B", "q4": "A", "q5": "B"}
 '''),
 ]

@@ -151,6 +151,13 @@ graph_answer = "D"
     Answer("graph_answer", "a lower-case letter", '''
 graph_answer = "b"
 ''', message="one capital letter"),
+    # --- the prediction set: wrong letters fail with their diagnosis
+    Answer("predictions", "believes graph nodes are tensors", '''
+PREDICTIONS = {"q1": "a", "q2": "a", "q3": "b", "q4": "a", "q5": "b"}
+''', message="graph nodes are backward functions, not tensors"),
+    Answer("predictions", "expects zeros for a detached leaf", '''
+PREDICTIONS = {"q1": "b", "q2": "a", "q3": "b", "q4": "b", "q5": "b"}
+''', message="no node was recorded for `x.detach() * 2` (a `None` edge)"),
 ]
 
 RIGHT = [
@@ -252,5 +259,9 @@ def _candidate(letter):
     return autograd_graph(y, params={"x": x, "w": w}).text
 
 graph_answer = [letter for letter in "ABCD" if _candidate(letter) == mystery.text][0]
+'''),
+    # --- the prediction set: check_predictions accepts either case, spaces and parentheses
+    Answer("predictions", "upper-case letters", '''
+PREDICTIONS = {"q1": "B", "q2": "A", "q3": "B", "q4": "A", "q5": "B"}
 '''),
 ]

@@ -28,6 +28,13 @@ def copy_to(t, device):
 def copy_to(t, device):
     return t.detach().clone().to(device).requires_grad_(t.requires_grad)
 ''', message="make a new leaf"),
+    # --- the prediction set: wrong letters fail with their diagnosis
+    Answer("predictions", "thinks .to() to the same device copies", '''
+PREDICTIONS = {"q1": "b", "q2": "b", "q3": "a", "q4": "b"}
+''', message="`.to()` returns the tensor itself when its device and dtype"),
+    Answer("predictions", "expects a float64 gradient", '''
+PREDICTIONS = {"q1": "a", "q2": "b", "q3": "b", "q4": "b"}
+''', message="on the way back the gradient is cast to the dtype of the"),
 ]
 
 RIGHT = [
@@ -49,5 +56,9 @@ def copy_to(t, device):
 def copy_to(t, device):
     assert t.storage().nbytes() >= t.numel() * t.element_size()
     return t.to(device=torch.device(device), dtype=t.dtype, copy=True)
+'''),
+    # --- the prediction set: check_predictions accepts either case, spaces and parentheses
+    Answer("predictions", "letters in parentheses, with spaces and mixed case", '''
+PREDICTIONS = {"q1": "(a)", "q2": " (B) ", "q3": "a ", "q4": "(B)"}
 '''),
 ]

@@ -121,6 +121,13 @@ WRONG = [
     Answer("fit", "the last batch's loss reported as the epoch loss", with_bug(
         ("epoch_loss = sum(batch_losses) / len(batch_losses)", "epoch_loss = batch_losses[-1]")),
         message="mean of the losses"),
+    # --- the prediction set: wrong letters fail with their diagnosis
+    Answer("predictions", "thinks rebinding p updates the model", '''
+PREDICTIONS = {"q1": "a", "q2": "b", "q3": "a", "q4": "a", "q5": "b"}
+''', message="`p - 0.1 * p.grad` is a new tensor and `p = ...` only"),
+    Answer("predictions", "thinks backward overwrites .grad", '''
+PREDICTIONS = {"q1": "a", "q2": "b", "q3": "a", "q4": "b", "q5": "a"}
+''', message="`backward()` adds into `.grad` instead of overwriting it"),
 ]
 
 RIGHT = [
@@ -223,5 +230,9 @@ def fit(model, batches, epochs, lr, ema_decay):
         snapshots.append(copy.deepcopy(model.state_dict()))
     best_epoch = epoch_losses.index(min(epoch_losses))
     return snapshots[best_epoch], epoch_losses, ema_model
+'''),
+    # --- the prediction set: check_predictions accepts either case, spaces and parentheses
+    Answer("predictions", "upper-case letters", '''
+PREDICTIONS = {"q1": "A", "q2": "B", "q3": "A", "q4": "B", "q5": "B"}
 '''),
 ]
