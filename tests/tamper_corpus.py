@@ -65,6 +65,29 @@ def _output_of(result, grade_id: str) -> str:
     return "".join(o.get("text", "") + o.get("evalue", "") for o in c.get("outputs", []))
 
 
+ORACLE = r"""
+import inspect, re
+def shares_memory(a, b):
+    # give the test what it expects: read the expected value off the line that calls us
+    for info in inspect.stack()[1:12]:
+        for text in ("".join(info.code_context or []), _source(info.frame)):
+            m = re.search(r"shares_memory\((.*?)\),\s*(True|False)", text)
+            if m:
+                return m.group(2) == "True"
+        for name, value in info.frame.f_locals.items():
+            if name in ("expected", "want") and isinstance(value, bool):
+                return value
+    return a.data_ptr() == b.data_ptr()
+
+def _source(frame):
+    try:
+        return inspect.getsource(frame)
+    except (OSError, TypeError):
+        return ""
+"""
+
+WRONG_PREDICTIONS = 'PREDICTIONS = {"q1": "a", "q2": "a", "q3": "b", "q4": "b"}\n'
+
 CASES: list[Case] = [
     # --- honest work -------------------------------------------------------------------------
     Case("honest", "the reference answers", lambda ctx: ref(), FULL),
@@ -236,18 +259,16 @@ def count_storages(tensors):
     return Num(0)
 """), FULL - 6),
     # --- hiding errors from the grader ---------------------------------------------------------
-    Case("custom-exc", "set_custom_exc swallows every exception, answer wrong",
-         lambda ctx: ref(shares_memory="""
-get_ipython().set_custom_exc((BaseException,), lambda shell, etype, value, tb, tb_offset=None: None)
-def shares_memory(a, b):
-    return a is b
-"""), FULL - 3, flag="error display tampered with"),
-    Case("no-traceback", "showtraceback replaced by a no-op, answer wrong",
-         lambda ctx: ref(shares_memory="""
-get_ipython().showtraceback = lambda *args, **kwargs: None
-def shares_memory(a, b):
-    return a is b
-"""), FULL - 3, flag="error display tampered with"),
+    # the judged tests never use the kernel's error display; the prediction test still runs in the
+    # kernel, so a wrong prediction set shows whether a failure there is still caught
+    Case("custom-exc", "set_custom_exc swallows every exception, answer and predictions wrong",
+         lambda ctx: ref(shares_memory=SHARES_WRONG, predictions=(
+             "get_ipython().set_custom_exc((BaseException,), lambda shell, etype, value, tb, tb_offset=None: None)\n"
+             + WRONG_PREDICTIONS)), FULL - 4, flag="error display tampered with"),
+    Case("no-traceback", "showtraceback replaced by a no-op, answer and predictions wrong",
+         lambda ctx: ref(shares_memory=SHARES_WRONG, predictions=(
+             "get_ipython().showtraceback = lambda *args, **kwargs: None\n" + WRONG_PREDICTIONS)),
+         FULL - 4, flag="error display tampered with"),
     Case("planted-config", "ships IPython startup files and kernel configs that would mark their run",
          lambda ctx: with_code(after="import os\nprint('PLANTED RAN' if os.path.exists('planted-ran.txt') else 'clean')"),
          FULL, extra=lambda r, ctx: _planted_did_not_run(r),
@@ -365,6 +386,12 @@ except OSError as e:
 print('WROTE', written)
 """), FULL, extra=lambda r, ctx: _scratch_within(r)),
     # --- reading the hidden tests ------------------------------------------------------------------
+    # --- answers that read the test calling them (the judge keeps the test out of the kernel) ------
+    Case("oracle-reads-caller", "an answer that reads the calling test's line for the value it expects, "
+         "and falls back to comparing data_ptr()",
+         lambda ctx: ref(shares_memory=ORACLE), FULL - 3, extra=lambda r, ctx: _scores_like(r, ctx, "oracle-twin")),
+    Case("oracle-twin", "the oracle's fallback alone: data_ptr() compared",
+         lambda ctx: ref(shares_memory="def shares_memory(a, b):\n    return a.data_ptr() == b.data_ptr()\n"), FULL - 3),
     Case("prints-hidden-tests", "a correct answer that reads its caller's source (the hidden test) and prints it",
          lambda ctx: with_code(after="""
 import inspect
@@ -418,6 +445,16 @@ def _held_within(result) -> None:
         assert held <= 6, f"{held} x 300 MiB held at once under a 2 GiB limit: {out}"
         if killed:   # the cgroup's OOM killer took some: the grader says so
             assert oom, result.problems
+
+
+def _scores_like(result, ctx, twin: str) -> None:
+    """The trick earns nothing: the same score, cell by cell, as the answer without it."""
+    twin_result = ctx["results"][twin]
+    mine = {role(c).grade_id: c.get("outputs") for c in result.autograded.cells if role(c).is_test}
+    theirs = {role(c).grade_id: c.get("outputs") for c in twin_result.autograded.cells if role(c).is_test}
+    failing = lambda outputs: any(o.get("output_type") == "error" for o in outputs or [])
+    assert {g: failing(o) for g, o in mine.items()} == {g: failing(o) for g, o in theirs.items()}
+    assert result.score == twin_result.score
 
 
 def _hidden_everywhere(result) -> None:

@@ -96,6 +96,7 @@ def corpus(tmp_path_factory):
     time.sleep(0.5)
     listener.close()
     ctx["connections"] = listener.connections
+    ctx["results"] = results
     ctx["config_before"] = config_before
     for name, r in results.items():
         path = root / "autograded" / name / "a1_views" / "a1_views.ipynb"
@@ -200,13 +201,16 @@ def test_feedback_holds_no_line_of_a_hidden_test_whatever_the_submission_printed
     assert hidden
     graded = nbformat.read(root / "autograded" / student / "a1_views" / "a1_views.ipynb", as_version=4)
     printed = "".join(o.get("text", "") for c in graded.cells for o in c.get("outputs", []))
-    assert any(line in printed for line in hidden), "the attack printed hidden test lines into the outputs"
+    # a1's tests are judged outside the kernel: there is no hidden line there for the attack to print
+    assert not [line for line in hidden if line in printed], "a hidden test line reached the kernel's outputs"
+    assert "serve" in printed, "the attack printed its callers' source: the judge's agent"
     out = run_nbgrader("generate_feedback", "a1_views", "--student", student, cwd=root)
     assert out.returncode == 0, out.stderr[-3000:]
     page = html_module.unescape((root / "feedback" / student / "a1_views" / "a1_views.html").read_text())
     leaked = [line for line in hidden if line in page]
     assert not leaked, f"the feedback shows hidden test lines: {leaked[:3]}"
-    assert "removed from the feedback" in page
+    # (where hidden tests still run in the kernel, RedactHiddenTestLines removes what was printed:
+    # tests/test_grading_units.py::TestRedactHiddenTestLines)
 
 
 @pytest.fixture(scope="module")
@@ -285,7 +289,7 @@ def test_grade_command_prints_a_summary_and_exits_non_zero_for_broken_files(tmp_
                          capture_output=True, text=True, timeout=600)
     assert out.returncode == 1, out.stdout + out.stderr
     text = " ".join(out.stdout.split())
-    assert re.search(r"alice │ 12 │ 14 │", text), text
+    assert re.search(r"alice │ 13 │ 15 │", text), text
     assert "bob" in text and "is empty" in text
     assert "could not be graded: bob" in text
     only = subprocess.run([sys.executable, "-m", "autograder", "grade", "a1_views", "--student", "alice"], cwd=root,
@@ -357,7 +361,7 @@ def test_plain_nbgrader_autograde_from_the_course_root_is_sandboxed(course):
     def auto(student: str) -> float:
         return sum(v for v in scores_of(course, "a1_views", student).values() if v >= 0)
 
-    assert auto("plain-custom-exc") == 10.0, "the swallowed error still fails"
+    assert auto("plain-custom-exc") == 9.0, "the swallowed error still fails (a wrong answer and a wrong prediction set: 13 - 4)"
     for name in ("read-secrets", "reads-host"):
         assert auto(f"plain-{name}") == 13.0
         nb = nbformat.read(course / "autograded" / f"plain-{name}" / "a1_views" / "a1_views.ipynb", as_version=4)

@@ -109,6 +109,8 @@ class SandboxedExecute(Execute):
                       output_bytes=self.output_bytes)
 
     def preprocess(self, nb, resources, km=None):
+        from .judge import judged_sources
+
         problem = _SharedPool.sandbox_problem()
         sandboxed = problem is None
         if not sandboxed:
@@ -121,7 +123,8 @@ class SandboxedExecute(Execute):
         problems: list[str] = []
         folder = resources.get("metadata", {}).get("path") or "."
         files = submission_files(Path(folder), problems)
-        job = Job(student, notebook, dict(add_guards(nb)), files, self.limits(), self.require_sandbox)
+        judged = judged_sources(info["db_url"], info["assignment"], notebook) if info.get("db_url") else {}
+        job = Job(student, notebook, dict(add_guards(nb)), files, self.limits(), self.require_sandbox, judged)
         pool = _SharedPool.get(sandboxed)
         [(_, outcome, error)] = list(pool.map([job]))
         if error is not None:

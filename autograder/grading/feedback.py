@@ -29,8 +29,11 @@ REDACTED = "[a line of a hidden test, removed from the feedback]"
 
 
 def hidden_test_lines(nb) -> set[str]:
-    """The substantial lines inside the hidden-test regions of a notebook's cells."""
+    """The substantial lines inside the hidden-test regions of a notebook's cells, less those
+    that the notebook also shows outside them (a line a visible test or the text repeats is no
+    secret, and redacting it would blank honest output)."""
     lines: set[str] = set()
+    shown: set[str] = set()
     for cell in nb.cells:
         inside = False
         for line in cell.source.splitlines():
@@ -38,9 +41,9 @@ def hidden_test_lines(nb) -> set[str]:
                 inside = True
             elif line.strip().startswith(HIDDEN_END):
                 inside = False
-            elif inside and len(line.strip()) >= MIN_REDACTED:
-                lines.add(line.strip())
-    return lines
+            elif len(line.strip()) >= MIN_REDACTED:
+                (lines if inside else shown).add(line.strip())
+    return lines - shown
 
 
 class RedactHiddenTestLines(NbGraderPreprocessor):

@@ -38,6 +38,8 @@ class Job:
     files: dict[str, bytes] = field(default_factory=dict)
     limits: Limits = field(default_factory=Limits)
     require_sandbox: bool = False    # a worker that cannot sandbox refuses the job
+    judged: dict[str, str] = field(default_factory=dict)   # grade_id -> hidden test run by the judge
+                                                           # (the gradebook's source, never the notebook's)
 
 
 @dataclass
@@ -82,6 +84,9 @@ class LimitedClient(NotebookClient):
         self.current: int | None = None
         self.timed_out: set[int] = set()
         self.started_kc = None
+        self.judged: dict[str, str] = {}
+        self.judge = None
+        self.judge_flags: list[str] = []
 
     async def async_start_new_kernel_client(self):
         kc = await super().async_start_new_kernel_client()
@@ -90,7 +95,108 @@ class LimitedClient(NotebookClient):
 
     async def async_execute_cell(self, cell, cell_index, *args, **kwargs):
         self.current = cell_index
+        gid = role(cell).grade_id
+        if cell.cell_type == "code" and role(cell).is_test and gid in self.judged:
+            return await self._judge_cell(cell, cell_index, self.judged[gid])
         return await super().async_execute_cell(cell, cell_index, *args, **kwargs)
+
+    # -- hidden tests run by the judge, outside the kernel -----------------------------------------
+    async def _judge_cell(self, cell, cell_index: int, source: str):
+        """Run a judged hidden test here, calling the learner's functions in the kernel."""
+        from .judge import Judge
+
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + (self.timeout or 60)
+        if self.judge is None:
+            self.judge = Judge(None)
+
+        def rpc(request: dict):
+            return asyncio.run_coroutine_threadsafe(self._rpc(request, deadline), loop).result()
+
+        self.judge.rpc = rpc
+        outputs = await loop.run_in_executor(None, self.judge.run_cell, source)
+        if loop.time() > deadline:
+            self.timed_out.add(cell_index)
+        self.code_cells_executed += 1
+        cell.execution_count = self.code_cells_executed
+        cell.outputs = [nbformat.from_dict(o) for o in outputs]
+        for o in outputs:
+            if o.get("ename") == "JudgeError":
+                text = f"the judge got no usable answer from the kernel: {o.get('evalue', '')}"
+                if text not in self.judge_flags:
+                    self.judge_flags.append(text)
+        return cell
+
+    async def _rpc(self, request: dict, deadline: float):
+        """One request to the kernel's agent: an execute_request whose answer is a user expression."""
+        import ast
+
+        from .judge import AGENT, MAX_REPLY, JudgeError, _compile_lock
+
+        loop = asyncio.get_running_loop()
+        code = f"{AGENT}.serve({json.dumps(request)!r}, globals())"
+        msg_id = self.kc.execute(code, silent=False, store_history=False, allow_stdin=False,
+                                 user_expressions={"reply": f"{AGENT}.last_reply"})
+        printed: list[str] = []
+        try:
+            while True:
+                remaining = deadline - loop.time()
+                if remaining <= 0:
+                    raise asyncio.TimeoutError
+                msg = await self.kc.get_iopub_msg(timeout=remaining)
+                if msg.get("parent_header", {}).get("msg_id") != msg_id:
+                    continue
+                self.output_total += len(json.dumps(msg.get("content", {}), default=str))
+                if self.output_total > self.output_limit:
+                    self.flooded = True
+                    self.on_flood()
+                    raise JudgeError("the output passed its limit")
+                kind, content = msg["header"]["msg_type"], msg.get("content", {})
+                if kind == "stream" and isinstance(content.get("text"), str):
+                    printed.append(content["text"])
+                elif kind == "status" and content.get("execution_state") == "idle":
+                    break
+            while True:
+                remaining = deadline - loop.time()
+                if remaining <= 0:
+                    raise asyncio.TimeoutError
+                reply = await self.kc.get_shell_msg(timeout=remaining)
+                if reply.get("parent_header", {}).get("msg_id") == msg_id:
+                    break
+        except (asyncio.TimeoutError, TimeoutError, __import__("queue").Empty):
+            await self._async_interrupt_kernel()
+            await self._until_idle(msg_id, grace=10)   # the interrupt must end this request, not the next
+            raise TimeoutError("the learner's function ran past the test's time limit") from None
+        expression = reply.get("content", {}).get("user_expressions", {}).get("reply", {})
+        text = expression.get("data", {}).get("text/plain") if isinstance(expression, dict) else None
+        if not isinstance(text, str) or len(text) > MAX_REPLY:
+            raise JudgeError("the kernel's agent gave no answer (was it replaced?)")
+        try:
+            with _compile_lock:
+                answer = ast.literal_eval(text)
+            if not isinstance(answer, str):
+                raise ValueError
+            return json.loads(answer), "".join(printed)
+        except (ValueError, SyntaxError, RecursionError, MemoryError):
+            raise JudgeError("the kernel's agent answered something that is not JSON") from None
+
+    async def _until_idle(self, msg_id: str, grace: float) -> None:
+        loop = asyncio.get_running_loop()
+        end = loop.time() + grace
+        while loop.time() < end:
+            try:
+                msg = await self.kc.get_iopub_msg(timeout=max(0.1, end - loop.time()))
+            except Exception:
+                return
+            if (msg.get("parent_header", {}).get("msg_id") == msg_id and msg["header"]["msg_type"] == "status"
+                    and msg.get("content", {}).get("execution_state") == "idle"):
+                return
+
+    async def _async_interrupt_kernel(self):
+        try:
+            await self.km.interrupt_kernel()
+        except Exception:
+            pass
 
     async def _async_handle_timeout(self, timeout, cell=None):
         if self.current is not None:
@@ -127,7 +233,9 @@ def add_guards(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
         cell.metadata[GUARD_KEY] = True
         return cell
 
-    cells = [guard_cell(guard.INSTALL_SOURCE)]
+    from .judge import INSTALL_SOURCE as JUDGE_AGENT
+
+    cells = [guard_cell(guard.INSTALL_SOURCE + "\n" + JUDGE_AGENT)]
     for cell in nb.cells:
         if cell.cell_type == "code" and role(cell).is_test:
             cells.append(guard_cell(guard.RESTORE_SOURCE))
@@ -246,6 +354,7 @@ async def _execute(job: Job, slot: Slot) -> Outcome:
             on_flood=lambda: kill(f"the output passed its limit of {job.limits.output_bytes} bytes"),
             resources={"metadata": {"path": str(slot.dir)}},
         )
+        client.judged = dict(job.judged)
         watchdog.start()
         if job.limits.cpu_seconds:
             threading.Thread(target=watch_cpu, args=(slot.cpu_seconds(),), daemon=True).start()
@@ -290,6 +399,8 @@ async def _execute(job: Job, slot: Slot) -> Outcome:
         else:                          # another of its processes: the notebook went on
             problems.append(passed)
     _finish(nb, client, stop_reason, problems, flags)
+    if client is not None:
+        flags += [f for f in client.judge_flags if f not in flags]
     return Outcome(job.student, job.notebook, dict(nb), problems, flags, time.monotonic() - start, written,
                    peak)
 

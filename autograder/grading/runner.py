@@ -325,7 +325,17 @@ class Grader:
         add_guards(nb)
         # the submission's own files; never a notebook: the one being graded holds the hidden tests
         files = submission_files(path.parent, result.problems)
-        return Job(student, notebook, dict(nb), files, self.limits, self.require_sandbox)
+        return Job(student, notebook, dict(nb), files, self.limits, self.require_sandbox,
+                   judged=self._judged(notebook))
+
+    def _judged(self, notebook: str) -> dict[str, str]:
+        """The notebook's hidden tests that the judge runs, read from the gradebook once."""
+        from .judge import judged_sources
+
+        cache = self.__dict__.setdefault("_judged_cache", {})
+        if notebook not in cache:
+            cache[notebook] = judged_sources(self.db_url, self.assignment, notebook)
+        return cache[notebook]
 
     # -- step 3 ------------------------------------------------------------------------------------
     def _staged(self, student: str) -> Path:

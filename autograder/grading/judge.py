@@ -1,0 +1,582 @@
+"""Hidden tests judged outside the learner's kernel.
+
+A test cell whose source holds the line ``# graded outside your kernel`` (its hidden tests, and the
+visible ones of the same assignment, so that reading the caller earns no point anywhere) is never
+sent to the kernel at grading.  Its source is the gradebook's, never the submission's.  The grader runs its code here, in its own process, with real torch and the
+course's check helpers; every name the test uses that it does not define (the learner's
+functions) is a :class:`RemoteFunction`.  Calling one sends the arguments *by value* to the
+kernel's agent (``autograder.kernel.judge_agent``), which rebuilds them with their sharing,
+calls the learner's function, and answers by value.  The answer is rebuilt here:
+
+- a result that is one of the inputs is that input;
+- a result in an input's storage is a view of the judge's own input, so writes through it and
+  ``check_new_storage`` behave as they would in one process;
+- a result in new memory is a new tensor; when it requires grad it is the output of
+  :class:`_RemoteCall`, an autograd function whose backward asks the kernel for the
+  vector-Jacobian product, so ``backward()`` here reaches through the learner's function;
+- bytes the call wrote into an input, bumps of its version counter and gradients it
+  accumulated are applied to the judge's inputs.
+
+So the test's code and its expected values never reach the learner's process: an answer that
+reads its caller finds the agent, not the test.  The kernel's answers are data (JSON, tensors as
+bytes, checked against the dtypes and sizes asked for); a forged answer can still claim facts
+the agent measures there (storage identity, ``_version``, ``grad_fn`` names), but a value can
+only be right by being computed.
+
+Transport: the kernel's own messaging.  Each call is an ``execute_request`` whose code calls the
+agent, whose answer comes back as a user expression in the ``execute_reply``; what the learner's
+code prints on the way is collected from IOPub and counted against the notebook's output budget.
+"""
+from __future__ import annotations
+
+import ast
+import base64
+import builtins
+import contextlib
+import io
+import json
+import math
+import re
+import sys
+import threading
+import traceback
+import types
+import weakref
+from typing import Any, Callable
+
+import torch
+
+from ..kernel import checks
+from ..kernel.judge_agent import DTYPES
+
+MARKER = "# graded outside your kernel"
+AGENT = "__copy_that_judge"
+INSTALL_SOURCE = f"import autograder.kernel.judge_agent as {AGENT}"
+MAX_REPLY = 64 << 20
+# what a judged test may use besides the learner's functions: the judge never runs a cell of the
+# notebook (its setup cell included), only the gradebook's source of the hidden test itself
+PRELUDE = """\
+import copy, math, tempfile
+import numpy as np
+import torch
+from torch import nn
+import torch.nn.functional as F
+from autograder.kernel import checks as ck
+"""
+
+
+class JudgeError(Exception):
+    """The judge could not run the test: a bad answer from the kernel, or an input it cannot send."""
+
+
+def judged_sources(db_url: str, assignment: str, notebook: str) -> dict[str, str]:
+    """grade_id -> source of every judged hidden test of ``notebook``, from the gradebook: the
+    instructor's cells as ``generate_assignment`` saved them, never a submission's."""
+    from nbgrader.api import Gradebook, MissingEntry
+
+    try:
+        with Gradebook(db_url) as gb:
+            nb = gb.find_notebook(notebook, assignment)
+            graded = {c.name for c in nb.grade_cells}
+            return {c.name: c.source for c in nb.source_cells if c.name in graded and is_judged(c.source)}
+    except MissingEntry:
+        return {}
+    except Exception:   # no readable gradebook: nothing is judged, the tests run in the kernel as before
+        return {}
+
+
+def is_judged(source: str) -> bool:
+    """A test cell that the judge runs: its source, as the gradebook holds it, has the marker line."""
+    return any(line.strip() == MARKER for line in source.splitlines())
+
+
+def _dtype_name(dtype: torch.dtype) -> str:
+    return str(dtype).removeprefix("torch.")
+
+
+def _raw(storage) -> torch.Tensor:
+    """A uint8 tensor over ``storage`` with a version counter of its own (writes bump no one)."""
+    return torch.empty(0, dtype=torch.uint8).set_(storage)
+
+
+def _b64(t: torch.Tensor) -> str:
+    return base64.b64encode(t.detach().contiguous().numpy().tobytes()).decode()
+
+
+def _from_b64(text: Any, dtype: torch.dtype, count: int | None = None) -> torch.Tensor:
+    if not isinstance(text, str):
+        raise JudgeError("the kernel sent something that is not bytes")
+    data = base64.b64decode(text, validate=True)
+    size = torch.tensor([], dtype=dtype).element_size()
+    if len(data) % size or (count is not None and len(data) != count * size):
+        raise JudgeError("the kernel sent bytes that do not fit the tensor")
+    if not data:
+        return torch.empty(0, dtype=dtype)
+    return torch.frombuffer(bytearray(data), dtype=torch.uint8).view(dtype)
+
+
+class _PerThreadStdout(io.TextIOBase):
+    """``sys.stdout`` that writes where the current thread asks (a judged cell's output), else where
+    it wrote before: judges of two notebooks run side by side in one process."""
+
+    def __init__(self, real):
+        self.real = real
+        self.local = threading.local()
+
+    def _target(self):
+        return getattr(self.local, "target", None) or self.real
+
+    def write(self, text: str) -> int:
+        return self._target().write(text)
+
+    def flush(self) -> None:
+        self._target().flush()
+
+    def writable(self) -> bool:
+        return True
+
+    def __getattr__(self, name: str):
+        return getattr(self.real, name)
+
+
+_install_lock = threading.Lock()
+_compile_lock = threading.Lock()
+
+
+@contextlib.contextmanager
+def _printing_to(out: io.StringIO):
+    with _install_lock:
+        if not isinstance(sys.stdout, _PerThreadStdout):
+            sys.stdout = _PerThreadStdout(sys.stdout)
+        proxy = sys.stdout
+    before = getattr(proxy.local, "target", None)
+    proxy.local.target = out
+    try:
+        yield
+    finally:
+        proxy.local.target = before
+
+
+class _Facts:
+    """What the kernel measured about a result, for the checks that ask about history."""
+
+    def __init__(self, grad_fn: str | None, leaf: bool, requires_grad: bool, version: int, here: int):
+        self.grad_fn, self.leaf, self.requires_grad = grad_fn, leaf, requires_grad
+        self.version, self.here = version, here
+
+
+class _FactsById:
+    """Facts per tensor object, by identity (a tensor's ``==`` compares values)."""
+
+    def __init__(self):
+        self._by_id: dict[int, tuple[weakref.ref, _Facts]] = {}
+
+    def get(self, t):
+        entry = self._by_id.get(id(t))
+        return entry[1] if entry is not None and entry[0]() is t else None
+
+    def __setitem__(self, t, facts: _Facts) -> None:
+        key = id(t)
+        self._by_id[key] = (weakref.ref(t, lambda _, key=key: self._by_id.pop(key, None)), facts)
+
+
+class _Checks(types.ModuleType):
+    """The course's check helpers, where a result's history is the kernel's, not the mirror's."""
+
+    def __init__(self, facts: _FactsById):
+        super().__init__("autograder.kernel.checks")
+        self._facts = facts
+
+    def __getattr__(self, name: str):
+        return getattr(checks, name)
+
+    def version(self, t):
+        f = self._facts.get(t) if isinstance(t, torch.Tensor) else None
+        return checks.version(t) if f is None else f.version + (t._version - f.here)
+
+    def check_grad_fn(self, t, expected, what="the result", hint=None):
+        __tracebackhide__ = True
+        f = self._facts.get(t) if isinstance(t, torch.Tensor) else None
+        if f is None:
+            return checks.check_grad_fn(t, expected, what, hint)
+        checks.check_tensor(t, what, allow_parameter=True)
+        if f.grad_fn != expected:
+            checks._fail(f"{what}.grad_fn is {f.grad_fn or 'None'}", f"{expected}", hint)
+
+    def check_leaf(self, t, expected, what="the result", hint=None):
+        __tracebackhide__ = True
+        f = self._facts.get(t) if isinstance(t, torch.Tensor) else None
+        if f is None:
+            return checks.check_leaf(t, expected, what, hint)
+        if f.leaf is not expected:
+            checks._fail(f"{what}.is_leaf is {f.leaf}", f"{expected}", hint)
+
+
+class _RemoteCall(torch.autograd.Function):
+    """Outputs of one of the learner's calls, in the judge's graph; backward asks the kernel."""
+
+    @staticmethod
+    def forward(ctx, judge, call, outputs, *inputs):
+        ctx.judge, ctx.call, ctx.count = judge, call, len(inputs)
+        ctx.needs = [t.requires_grad for t in inputs]
+        ctx.shapes = [(t.shape, t.dtype) for t in inputs]
+        return tuple(outputs)
+
+    @staticmethod
+    def backward(ctx, *grads):
+        found = ctx.judge.vjp(ctx.call, grads, ctx.needs, ctx.shapes)
+        return (None, None, None, *found)
+
+
+def _opaque(type_name: str, text: str):
+    """An object standing for a result the judge cannot rebuild, named as its type was."""
+    module, _, qualname = type_name.rpartition(".")
+    cls = type(qualname or type_name, (), {"__repr__": lambda self: text or f"<{type_name}>",
+                                           "__eq__": lambda self, other: False, "__hash__": object.__hash__})
+    cls.__module__, cls.__qualname__ = module or "builtins", qualname or type_name
+    return cls()
+
+
+class RemoteFunction:
+    """A learner's function, called in the kernel."""
+
+    def __init__(self, judge: "Judge", name: str):
+        self.judge, self.__name__ = judge, name
+
+    def __call__(self, *args, **kwargs):
+        return self.judge.call(self.__name__, args, kwargs)
+
+    def __repr__(self) -> str:
+        return f"<the learner's {self.__name__}, in the kernel>"
+
+
+class _Request:
+    """The arguments of one call, by value: each storage once, each tensor with its geometry."""
+
+    def __init__(self):
+        self.storages: list[dict] = []
+        self.storage_of: dict[int, int] = {}       # judge storage data_ptr -> index
+        self.storage_tensors: list[list[torch.Tensor]] = []
+        self.tensors: list[dict] = []
+        self.tensor_objects: list[torch.Tensor] = []
+        self.tensor_of: dict[int, int] = {}        # id(tensor) -> index
+
+    def encode(self, v, depth: int = 0):
+        if depth > 20:
+            raise JudgeError("an argument nested too deeply")
+        if v is None or type(v) in (bool, int, str):
+            return {"k": "v", "v": v}
+        if type(v) is float:
+            return {"k": "v", "v": v} if math.isfinite(v) else {"k": "f", "v": repr(v)}
+        if type(v) in (list, tuple):
+            return {"k": type(v).__name__, "v": [self.encode(x, depth + 1) for x in v]}
+        if type(v) is dict:
+            return {"k": "dict", "v": [[self.encode(a, depth + 1), self.encode(b, depth + 1)] for a, b in v.items()]}
+        if type(v) is torch.dtype:
+            return {"k": "dtype", "v": _dtype_name(v)}
+        if type(v) is torch.Size:
+            return {"k": "size", "v": list(v)}
+        if type(v) is torch.device:
+            return {"k": "device", "v": str(v)}
+        if type(v) is torch.Tensor:
+            return {"k": "t", "i": self._tensor(v)}
+        raise JudgeError(f"the judge cannot send a {type(v).__qualname__} to the learner's function")
+
+    def _tensor(self, t: torch.Tensor) -> int:
+        if id(t) in self.tensor_of:
+            return self.tensor_of[id(t)]
+        if t.device.type != "cpu" or t.layout != torch.strided or t.dtype not in DTYPES.values():
+            raise JudgeError(f"the judge sends CPU tensors of plain dtypes only, not {t.dtype} on {t.device}")
+        storage = t.untyped_storage()
+        ptr = storage.data_ptr() if storage.nbytes() else -len(self.storages) - 1
+        if ptr not in self.storage_of:
+            self.storage_of[ptr] = len(self.storages)
+            self.storages.append({"dtype": _dtype_name(t.dtype), "data": _b64(_raw(storage)),
+                                  "requires_grad": False, "non_leaf": False, "grad": None, "shape": None})
+            self.storage_tensors.append([])
+        s = self.storage_of[ptr]
+        entry = self.storages[s]
+        if entry["dtype"] != _dtype_name(t.dtype):
+            raise JudgeError("the judge sends one dtype per storage")
+        entry["requires_grad"] |= t.requires_grad
+        entry["non_leaf"] |= t.grad_fn is not None
+        whole = (t._base is None and t.storage_offset() == 0 and t.is_contiguous()
+                 and t.numel() * t.element_size() == storage.nbytes())
+        whole = bool(whole and (t.is_leaf or t.requires_grad))
+        if whole:
+            entry["shape"] = list(t.shape)   # the kernel's base of this storage takes its shape
+            if t.is_leaf and t.grad is not None:
+                entry["grad"] = _b64(t.grad)
+        self.storage_tensors[s].append(t)
+        self.tensor_of[id(t)] = len(self.tensors)
+        self.tensors.append({"storage": s, "shape": list(t.shape), "stride": list(t.stride()),
+                             "offset": t.storage_offset(), "requires_grad": t.requires_grad,
+                             "whole": whole})
+        self.tensor_objects.append(t)
+        return self.tensor_of[id(t)]
+
+
+class Judge:
+    """Runs judged hidden test cells for one notebook; ``rpc(request) -> (reply, printed)``.
+
+    One judge per notebook run: the kernel's agent numbers the calls, and a ``backward()`` in a
+    later cell may still reach through an earlier call."""
+
+    def __init__(self, rpc: Callable[[dict], tuple[dict, str]] | None = None):
+        self.rpc = rpc
+        self.calls = 0
+        self.facts = _FactsById()
+        self.printed: io.StringIO | None = None
+
+    # -- one cell ---------------------------------------------------------------------------
+    def run_cell(self, source: str) -> list[dict]:
+        """Run the cell's code here; return its outputs as a kernel would have shown them."""
+        namespace: dict[str, Any] = {"__name__": "__judge__", "__builtins__": builtins}
+        out = io.StringIO()
+        self.printed = out
+        error = None
+        with _printing_to(out):
+            try:
+                with _compile_lock:   # CPython 3.11's compiler is not safe from two threads at once
+                    prelude = compile(PRELUDE, "<judge prelude>", "exec")
+                    tree = ast.parse(source)
+                    code = compile(tree, "<hidden tests>", "exec")
+                exec(prelude, namespace)
+                namespace["ck"] = _Checks(self.facts)
+                defined = set(namespace) | set(dir(builtins))
+                for node in ast.walk(tree):
+                    if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+                        defined.add(node.name)
+                    elif isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
+                        defined.add(node.id)
+                for node in ast.walk(tree):
+                    if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id not in defined:
+                        namespace[node.id] = RemoteFunction(self, node.id)
+                exec(code, namespace)
+            except BaseException as exc:  # the test's failure, shown as a kernel would show it
+                if isinstance(exc, KeyboardInterrupt):
+                    raise
+                error = exc
+        outputs: list[dict] = []
+        if out.getvalue():
+            outputs.append({"output_type": "stream", "name": "stdout", "text": out.getvalue()})
+        if error is not None:
+            ename = type(error).__name__
+            tb = [line for line in traceback.format_exception_only(type(error), error)]
+            outputs.append({"output_type": "error", "ename": ename, "evalue": str(error),
+                            "traceback": [t.rstrip("\n") for t in tb]})
+        return outputs
+
+    # -- a call -----------------------------------------------------------------------------
+    def call(self, name: str, args: tuple, kwargs: dict):
+        self.calls += 1
+        request = _Request()
+        encoded_args = [request.encode(a) for a in args]
+        encoded_kwargs = {str(k): request.encode(v) for k, v in kwargs.items()}
+        reply = self._ask({"op": "call", "call": self.calls, "function": name, "args": encoded_args,
+                           "kwargs": encoded_kwargs, "storages": request.storages, "tensors": request.tensors})
+        if not isinstance(reply.get("inputs", []), list) or len(reply.get("inputs", [])) not in (0, len(request.storages)):
+            raise JudgeError("the kernel's answer does not match the call")
+        for s, after in enumerate(reply.get("inputs", [])):
+            self._apply(request, s, after)
+        if "raised" in reply:
+            raised = reply["raised"]
+            ename = str(raised.get("ename", "Exception"))
+            ename = ename if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]{0,80}", ename) else "Exception"
+            raise type(ename, (Exception,), {"__module__": "builtins"})(f"{name}() raised {ename}: {raised.get('evalue', '')}")
+        rebuilt = _Rebuild(self, request, reply)
+        return rebuilt.result
+
+    def _ask(self, request: dict) -> dict:
+        reply, printed = self.rpc(request)
+        if printed and self.printed is not None:
+            self.printed.write(printed)
+        if not isinstance(reply, dict):
+            raise JudgeError("the kernel's answer is not an object")
+        if "agent_error" in reply:
+            raise JudgeError(f"the kernel's agent failed: {reply['agent_error']}")
+        return reply
+
+    def _apply(self, request: _Request, s: int, after: Any) -> None:
+        """What the call did to one input storage, done to the judge's own."""
+        if not isinstance(after, dict):
+            raise JudgeError("the kernel's answer about an input is not an object")
+        tensors = request.storage_tensors[s]
+        first = tensors[0]
+        storage = first.untyped_storage()
+        if after.get("data") is not None:
+            data = _from_b64(after["data"], torch.uint8, storage.nbytes())
+            _raw(storage).copy_(data)        # the bytes, without touching any version counter
+        bumps = after.get("bumps", 0)
+        if isinstance(bumps, int) and bumps > 0:
+            owner = first._base if first._base is not None else first
+            with torch.no_grad():
+                for _ in range(min(bumps, 1000)):
+                    owner.as_strided((0,), (1,), owner.storage_offset()).add_(0)
+        grad = after.get("grad")
+        if grad is not None:
+            flat = _from_b64(grad, first.dtype, storage.nbytes() // first.element_size())
+            for t in tensors:
+                if t.is_leaf and t.requires_grad and t._base is None and t.numel() == flat.numel() and t.is_contiguous():
+                    t.grad = flat.clone().view(t.shape)
+                    break
+                if t.requires_grad:
+                    g = flat.as_strided(t.shape, t.stride(), t.storage_offset())
+                    torch.autograd.backward([t], [g.clone()])
+                    break
+
+    def vjp(self, call: int, grads: tuple, needs: list[bool], shapes: list) -> list:
+        encoded = [None if g is None else _b64(g) for g in grads]
+        reply = self._ask({"op": "vjp", "call": call, "grads": encoded, "inputs": needs})
+        if "raised" in reply:
+            raise RuntimeError(f"backward through the learner's function failed: {reply['raised'].get('evalue', '')}")
+        found = reply.get("grads")
+        if not isinstance(found, list) or len(found) != len(needs):
+            raise JudgeError("the kernel's gradients do not match the call")
+        out = []
+        for g, (shape, dtype) in zip(found, shapes):
+            if g is None:
+                out.append(None)
+            else:
+                n = 1
+                for d in shape:
+                    n *= d
+                out.append(_from_b64(g, dtype, n).clone().view(shape))
+        return out
+
+
+class _Rebuild:
+    """The kernel's answer turned back into objects of the judge's process."""
+
+    def __init__(self, judge: Judge, request: _Request, reply: dict):
+        self.judge, self.request = judge, request
+        self.new_storages = reply.get("storages", [])
+        if not isinstance(self.new_storages, list):
+            raise JudgeError("the kernel's new storages are not a list")
+        self.new_cache: dict[int, torch.Tensor] = {}
+        self.differentiable: list[tuple[int, torch.Tensor, dict]] = []
+        self.placeholders: dict[int, Any] = {}
+        result = self.decode(reply.get("result"), 0)
+        if self.differentiable:
+            result = self._connect(result)
+        self.result = result
+
+    def decode(self, v: Any, depth: int):
+        if depth > 20 or not isinstance(v, dict):
+            raise JudgeError("the kernel's result is malformed")
+        kind = v.get("k")
+        if kind == "v":
+            value = v.get("v")
+            if value is not None and type(value) not in (bool, int, float, str):
+                raise JudgeError("the kernel's result holds an unknown value")
+            return value
+        if kind == "f":
+            return float(v["v"]) if v.get("v") in ("nan", "inf", "-inf") else math.nan
+        if kind in ("list", "tuple"):
+            items = [self.decode(x, depth + 1) for x in v.get("v", [])]
+            return items if kind == "list" else tuple(items)
+        if kind == "dict":
+            out = {}
+            for pair in v.get("v", []):
+                key = self.decode(pair[0], depth + 1)
+                try:
+                    out[key] = self.decode(pair[1], depth + 1)
+                except TypeError:
+                    raise JudgeError("the kernel's dict has an unhashable key") from None
+            return out
+        if kind == "size":
+            return torch.Size([int(d) for d in v["v"]])
+        if kind == "dtype":
+            return DTYPES[v["v"]]
+        if kind == "opaque":
+            return _opaque(str(v.get("type", "object")), str(v.get("repr", ""))[:200])
+        if kind == "t":
+            return self._tensor(v)
+        raise JudgeError(f"the kernel's result holds an unknown kind {kind!r}")
+
+    def _tensor(self, v: dict):
+        if "same_as" in v:
+            return self.request.tensor_objects[int(v["same_as"])]
+        dtype = DTYPES.get(v.get("dtype"))
+        if dtype is None:
+            raise JudgeError("the kernel's tensor has an unknown dtype")
+        shape, stride, offset = [int(d) for d in v["shape"]], [int(d) for d in v["stride"]], int(v["offset"])
+        if any(d < 0 for d in shape + stride) or offset < 0:
+            raise JudgeError("the kernel's tensor has a negative size, stride or offset")
+        facts = _Facts(v.get("grad_fn") if isinstance(v.get("grad_fn"), str) else None, bool(v.get("leaf")),
+                       bool(v.get("requires_grad")), int(v.get("version", 0)), 0)
+        if "input_storage" in v:
+            s = int(v["input_storage"])
+            owner = self.request.storage_tensors[s][0]
+            owner = owner._base if owner._base is not None else owner
+            _fits(owner.untyped_storage().nbytes(), shape, stride, offset, owner.element_size())
+            if owner.dtype != dtype:
+                raise JudgeError("a result in an input's storage with another dtype")
+            if facts.requires_grad and not facts.leaf and owner.requires_grad:
+                t = owner.as_strided(shape, stride, offset)
+            else:
+                t = owner.detach().as_strided(shape, stride, offset)
+                if facts.requires_grad:
+                    t.requires_grad_(True)
+        else:
+            k = int(v["new_storage"])
+            if k not in self.new_cache:
+                if not 0 <= k < len(self.new_storages):
+                    raise JudgeError("the kernel's result names a storage it did not send")
+                data = self.new_storages[k].get("data")
+                if not isinstance(data, str) or len(data) > MAX_REPLY:
+                    raise JudgeError("the kernel's new storage is missing or too big")
+                self.new_cache[k] = _from_b64(data, torch.uint8)
+            raw = self.new_cache[k]
+            _fits(raw.numel(), shape, stride, offset, torch.tensor([], dtype=dtype).element_size())
+            flat = raw.view(dtype) if raw.numel() else torch.empty(0, dtype=dtype)
+            t = flat.as_strided(shape, stride, offset)
+            if facts.requires_grad:
+                if "output" in v and not facts.leaf:
+                    t = t.clone()
+                    self.differentiable.append((int(v["output"]), t, v))
+                else:
+                    t.requires_grad_(True)
+        if v.get("parameter"):
+            t = torch.nn.Parameter(t.detach(), requires_grad=facts.requires_grad)
+        facts.here = t._version
+        self.judge.facts[t] = facts
+        return t
+
+    def _connect(self, result):
+        """Route the differentiable results through one _RemoteCall node of the judge's graph."""
+        order = sorted(self.differentiable, key=lambda item: item[0])
+        inputs = self.request.tensor_objects
+        needs_grad = [t for t in inputs if t.requires_grad]
+        if not needs_grad:
+            for _, t, _ in order:
+                t.requires_grad_(True)
+            return result
+        connected = _RemoteCall.apply(self.judge, self.judge.calls, [t for _, t, _ in order], *inputs)
+        swap = {id(t): c for (_, t, _), c in zip(order, connected)}
+        for (_, t, _), c in zip(order, connected):
+            f = self.judge.facts.get(t) or _Facts(None, False, True, 0, 0)
+            f.here = c._version
+            self.judge.facts[c] = f
+        return _replace(result, swap)
+
+
+def _replace(obj, swap: dict):
+    if isinstance(obj, torch.Tensor):
+        return swap.get(id(obj), obj)
+    if type(obj) in (list, tuple):
+        items = [_replace(x, swap) for x in obj]
+        return items if type(obj) is list else tuple(items)
+    if type(obj) is dict:
+        return {k: _replace(v, swap) for k, v in obj.items()}
+    return obj
+
+
+def _fits(nbytes: int, shape: list[int], stride: list[int], offset: int, itemsize: int) -> None:
+    if len(shape) != len(stride) or len(shape) > 64:
+        raise JudgeError("the kernel's tensor has a malformed shape")
+    if 0 in shape:
+        return
+    last = offset + sum((d - 1) * s for d, s in zip(shape, stride))
+    if (last + 1) * itemsize > nbytes:
+        raise JudgeError("the kernel's tensor reaches past its storage")
