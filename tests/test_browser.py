@@ -334,6 +334,10 @@ def test_learner_runs_an_exercise_and_reads_the_diagnostic_of_a_failing_test(pag
     shown = test.locator(".jp-OutputArea-output").all_inner_texts()
     text = "\n".join(shown)
     assert wrong.message in text, f"the failing test should say {wrong.message!r}; it shows:\n{text[:2000]}"
+    # the diagnosis alone, a few lines: no traceback, no test source, no frame of checks.py
+    assert "Traceback" not in text and "checks.py" not in text and "ck.check" not in text, text[:2000]
+    assert text.lstrip().startswith("\u2717") and "expected:" in text, text[:2000]
+    assert len([line for line in text.splitlines() if line.strip()]) <= 4, text[:2000]
     assert test.locator('.jp-OutputArea-output[data-mime-type="application/vnd.jupyter.stderr"]').count() == 1
     screenshot(page, shots / "4_exercise_failing_test_diagnostic.png", answer)  # the answer, then its failing test
 

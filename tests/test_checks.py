@@ -19,6 +19,23 @@ def test_check_failed_is_an_assertion_error():
     assert issubclass(ck.CheckFailed, AssertionError)
 
 
+def test_a_failed_check_shows_in_a_notebook_as_its_diagnosis_alone():
+    """IPython shows ``_render_traceback_``'s lines instead of the traceback: no source, no frames."""
+    from IPython.core.interactiveshell import InteractiveShell
+
+    shell = InteractiveShell.instance()
+    shown: list[list[str]] = []
+    shell._showtraceback = lambda etype, evalue, stb: shown.append(stb)
+    shell.run_cell("from autograder.kernel import checks as ck\n"
+                   "ck.check_equal(1 + 1, 3, 'one plus one', hint='addition is not concatenation.')")
+    import re
+    lines = [re.sub(r"\x1b\[[0-9;]*m", "", line) for line in shown[-1]]
+    assert lines == ["\u2717 one plus one is 2", "  expected: 3", "  likely mistake: addition is not concatenation."]
+    # the message in one line stays what check, the grader and the feedback read
+    message = fails(ck.check_equal, 1 + 1, 3, "one plus one", hint="addition is not concatenation.")
+    assert message == "one plus one is 2; expected 3. Likely mistake: addition is not concatenation."
+
+
 def test_storage_ptr_is_equal_for_views_at_offsets_and_differs_for_copies():
     a = torch.arange(12.0).reshape(3, 4)
     assert a[2].data_ptr() != a.data_ptr()

@@ -203,3 +203,19 @@ def test_two_judges_side_by_side_keep_their_own_output():
         t.join()
     assert results["first"] == [{"output_type": "stream", "name": "stdout", "text": "\u2713 first\n"}]
     assert results["second"] == [{"output_type": "stream", "name": "stdout", "text": "\u2713 second\n"}]
+
+
+def test_an_input_given_new_memory_keeps_its_old_views_on_the_old_memory():
+    """`t.data = t.data + 1` gives `t` new memory: a view taken before still sees the old values."""
+    test = """
+a = torch.zeros(2, 3)
+row = a[1]
+ptr = ck.storage_ptr(a)
+add_one_(a)
+ck.check_close(a, torch.ones(2, 3), "a after add_one_(a)")
+ck.check_close(row, torch.ones(3), "a view taken before the call")
+ck.check_equal(ck.storage_ptr(a) == ptr, True, "a keeps its storage")
+"""
+    passes("def add_one_(t):\n    t.add_(1)\n", test)
+    fails("def add_one_(t):\n    t.data = t.data + 1\n", test, "a view taken before the call")
+    fails("def add_one_(t):\n    t.set_(t + 1)\n", test, "a view taken before the call")

@@ -379,6 +379,7 @@ class Judge:
             raise JudgeError("the kernel's answer does not match the call")
         for s, after in enumerate(reply.get("inputs", [])):
             self._apply(request, s, after)
+        self._rebind(request, reply.get("rebound", []))
         if "raised" in reply:
             raised = reply["raised"]
             ename = str(raised.get("ename", "Exception"))
@@ -424,6 +425,22 @@ class Judge:
                     g = flat.as_strided(t.shape, t.stride(), t.storage_offset())
                     torch.autograd.backward([t], [g.clone()])
                     break
+
+    def _rebind(self, request: _Request, rebound: Any) -> None:
+        """Inputs the call gave new memory: the judge's tensor gets that memory too (``.data``),
+        and the views taken before keep the old, as they would in one process."""
+        if not isinstance(rebound, list):
+            raise JudgeError("the kernel's answer about rebound inputs is not a list")
+        for item in rebound:
+            t = request.tensor_objects[int(item["tensor"])]
+            dtype = DTYPES.get(item.get("dtype"))
+            if dtype is None:
+                raise JudgeError("a rebound input with an unknown dtype")
+            raw = _from_b64(item["data"], torch.uint8)
+            shape, stride, offset = [int(d) for d in item["shape"]], [int(d) for d in item["stride"]], int(item["offset"])
+            _fits(raw.numel(), shape, stride, offset, torch.tensor([], dtype=dtype).element_size())
+            flat = raw.view(dtype) if raw.numel() else torch.empty(0, dtype=dtype)
+            t.data = flat.as_strided(shape, stride, offset)
 
     def vjp(self, call: int, grads: tuple, needs: list[bool], shapes: list) -> list:
         encoded = [None if g is None else _b64(g) for g in grads]

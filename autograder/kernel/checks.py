@@ -76,7 +76,25 @@ RTOL = 1e-5
 
 
 class CheckFailed(AssertionError):
-    """A test expectation that the learner's code did not meet."""
+    """A test expectation that the learner's code did not meet.
+
+    In a notebook it shows as its diagnosis alone, a few lines (IPython calls
+    ``_render_traceback_`` instead of printing the traceback): what was observed, what was
+    expected, the likely mistake.  Its message (``str()``) holds the same in one line, for
+    ``check``, the grader and the feedback."""
+
+    def __init__(self, message: str, observed: str | None = None, expected: str | None = None,
+                 hint: str | None = None):
+        super().__init__(message)
+        self.observed, self.expected, self.hint = observed, expected, hint
+
+    def _render_traceback_(self) -> list[str]:
+        if self.observed is None:
+            return [f"\x1b[31mCheckFailed\x1b[0m: {self}"]
+        lines = [f"\x1b[31m\u2717 {self.observed}\x1b[0m", f"  expected: {self.expected}"]
+        if self.hint:
+            lines.append(f"  \x1b[33mlikely mistake:\x1b[0m {self.hint}")
+        return lines
 
 
 def _fail(observed: str, expected: str, hint: str | None = None) -> None:
@@ -84,7 +102,7 @@ def _fail(observed: str, expected: str, hint: str | None = None) -> None:
     message = f"{observed}; expected {expected}."
     if hint:
         message += f" Likely mistake: {hint}"
-    raise CheckFailed(message)
+    raise CheckFailed(message, observed, expected, hint)
 
 
 def ok(message: str) -> None:

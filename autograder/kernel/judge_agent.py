@@ -91,6 +91,11 @@ class _Inputs:
                 if not t["requires_grad"] and view.requires_grad:
                     view = view.detach()
                 self.tensors.append(view)
+        # the storages as they were: a call that gives an input new memory (``t.data = ...``,
+        # ``t.set_(...)``) leaves the old memory, and the views on it, as they were
+        self.storages = [base.untyped_storage() for base in self.bases]
+        self.storage_ptrs = [st.data_ptr() for st in self.storages]
+        self.tensor_storage = [t["storage"] for t in tensors]
         self.ptrs = {}
         for i, base in enumerate(self.bases):
             self.ptrs[base.untyped_storage().data_ptr()] = i
@@ -122,13 +127,23 @@ class _Inputs:
     def after(self) -> list[dict]:
         out = []
         for i, base in enumerate(self.bases):
-            data = _bytes_of(base.untyped_storage())
+            data = _bytes_of(self.storages[i])
             leaf = self.leaves[i]
             grad = None
             if leaf is not None and leaf.grad is not None:
                 grad = base64.b64encode(leaf.grad.detach().contiguous().numpy().tobytes()).decode()
             out.append({"data": None if data == self.before[i] else base64.b64encode(data).decode(),
                         "bumps": base._version - self.versions[i], "grad": grad})
+        return out
+
+    def rebound(self) -> list[dict]:
+        """Inputs the call gave memory of their own (``t.data = ...``): their new storage, by value."""
+        out = []
+        for i, t in enumerate(self.tensors):
+            if t.untyped_storage().data_ptr() != self.storage_ptrs[self.tensor_storage[i]]:
+                out.append({"tensor": i, "dtype": str(t.dtype).removeprefix("torch."),
+                            "data": base64.b64encode(_bytes_of(t.untyped_storage())).decode(),
+                            "shape": list(t.shape), "stride": list(t.stride()), "offset": t.storage_offset()})
         return out
 
 
@@ -214,7 +229,7 @@ def _call(request: dict, namespace: dict) -> dict:
     _calls[call] = {"outputs": results.differentiable, "inputs": inputs.tensors}
     while len(_calls) > MAX_CALLS:
         _calls.pop(next(iter(_calls)))
-    return {"result": encoded, "storages": results.storages, "inputs": inputs.after()}
+    return {"result": encoded, "storages": results.storages, "inputs": inputs.after(), "rebound": inputs.rebound()}
 
 
 def _vjp(request: dict) -> dict:
