@@ -483,3 +483,23 @@ def test_the_printed_check_command_works_in_a_jupyterlab_terminal(page, lab, sho
     assert "0/5 visible tests pass" in flat, text       # the blank release: nothing done yet
     assert "test_shares_memory" in flat, "the table lists the visible tests"
     screenshot(page, shots / "8_terminal_check_table.png")
+
+
+def test_the_answer_to_a_prediction_is_collapsed_until_the_learner_asks(page, lab, shots):
+    """A revealing cell's stored output is not on screen before the guess: one click shows it."""
+    lecture = next(p for p in lectures(lab[2]) if p.name != START)
+    nb = nbformat.read(lecture, as_version=4)
+    collapsed = [c for c in nb.cells if c.cell_type == "code" and c.metadata.get("jupyter", {}).get("outputs_hidden")]
+    assert collapsed, f"{lecture.name} has no collapsed answer"
+    open_notebook(page, lab, f"{LECTURE_DIR}/{lecture.name}")
+    placeholders = page.locator(f"{PANEL} .jp-OutputPlaceholder")
+    placeholders.first.wait_for(timeout=60_000)
+    cell = placeholders.first.element_handle().evaluate_handle("e => e.closest('.jp-CodeCell')").as_element()
+    shown = lambda: cell.evaluate("c => [...c.querySelectorAll('.jp-OutputArea-output')].some(o => o.offsetParent !== null)")
+    assert not shown(), "the answer is on screen before the learner asked for it"
+    cell.scroll_into_view_if_needed()
+    page.wait_for_timeout(300)
+    page.screenshot(path=str(shots / "9_prediction_answer_collapsed.png"))
+    cell.query_selector(".jp-OutputPlaceholder").click()
+    page.wait_for_function("c => [...c.querySelectorAll('.jp-OutputArea-output')].some(o => o.offsetParent !== null)",
+                           arg=cell, timeout=30_000)

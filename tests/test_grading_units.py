@@ -22,7 +22,7 @@ from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_outp
 
 from autograder.grading import jobs, sandbox
 from autograder.grading.feedback import StripHiddenTracebacks
-from autograder.grading.jobs import GUARD_KEY, add_guards
+from autograder.grading.jobs import GUARD_KEY, INSTALL_SOURCE, add_guards
 from autograder.grading.runner import read_notebook, repair
 from autograder.kernel import guard
 from autograder.learner.selfcheck import score_cell
@@ -417,7 +417,8 @@ class TestAddGuards:
 
     def test_install_cell_comes_first(self):
         nb = guarded_nb()
-        assert nb.cells[0].source == guard.INSTALL_SOURCE
+        assert nb.cells[0].source == INSTALL_SOURCE
+        assert nb.cells[0].source.startswith(guard.INSTALL_SOURCE) and "judge_agent" in INSTALL_SOURCE
         assert nb.cells[0].metadata[GUARD_KEY] is True
 
     def test_a_restore_cell_precedes_every_test_cell_and_nothing_else(self):
@@ -425,7 +426,7 @@ class TestAddGuards:
         sources = [c.source if c.metadata.get(GUARD_KEY) else (meta_of(c) or {}).get("grade_id")
                    for c in nb.cells]
         R = guard.RESTORE_SOURCE
-        assert sources == [guard.INSTALL_SOURCE, "setup", "f", R, "test_f", R, "test_g"]
+        assert sources == [INSTALL_SOURCE, "setup", "f", R, "test_f", R, "test_g"]
 
     def test_no_restore_before_answers_written_answers_or_plain_cells(self):
         nb = add_guards(notebook(code(source="x = 1"), answer("f"), written("why"), markdown(source="hi")))

@@ -219,3 +219,10 @@ ck.check_equal(ck.storage_ptr(a) == ptr, True, "a keeps its storage")
     passes("def add_one_(t):\n    t.add_(1)\n", test)
     fails("def add_one_(t):\n    t.data = t.data + 1\n", test, "a view taken before the call")
     fails("def add_one_(t):\n    t.set_(t + 1)\n", test, "a view taken before the call")
+
+
+def test_the_agent_is_loaded_under_the_name_the_judge_calls():
+    from autograder.grading.jobs import INSTALL_SOURCE
+    from autograder.grading.judge import AGENT
+
+    assert f"import autograder.kernel.judge_agent as {AGENT}" in INSTALL_SOURCE

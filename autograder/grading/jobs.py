@@ -28,6 +28,8 @@ from .files import kernel_output_files
 from .sandbox import Limits, Slot, SlotError
 
 GUARD_KEY = "copy_that_guard"
+# the first cell of every graded notebook, before any learner code: the guard, and the judge's agent
+INSTALL_SOURCE = guard.INSTALL_SOURCE + "\nimport autograder.kernel.judge_agent as __copy_that_judge"
 
 
 @dataclass
@@ -233,9 +235,7 @@ def add_guards(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
         cell.metadata[GUARD_KEY] = True
         return cell
 
-    from .judge import INSTALL_SOURCE as JUDGE_AGENT
-
-    cells = [guard_cell(guard.INSTALL_SOURCE + "\n" + JUDGE_AGENT)]
+    cells = [guard_cell(INSTALL_SOURCE)]
     for cell in nb.cells:
         if cell.cell_type == "code" and role(cell).is_test:
             cells.append(guard_cell(guard.RESTORE_SOURCE))

@@ -51,7 +51,6 @@ from ..kernel.judge_agent import DTYPES
 
 MARKER = "# graded outside your kernel"
 AGENT = "__copy_that_judge"
-INSTALL_SOURCE = f"import autograder.kernel.judge_agent as {AGENT}"
 MAX_REPLY = 64 << 20
 # what a judged test may use besides the learner's functions: the judge never runs a cell of the
 # notebook (its setup cell included), only the gradebook's source of the hidden test itself
