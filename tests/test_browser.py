@@ -497,6 +497,9 @@ def test_the_answer_to_a_prediction_is_collapsed_until_the_learner_asks(page, la
     cell = placeholders.first.element_handle().evaluate_handle("e => e.closest('.jp-CodeCell')").as_element()
     shown = lambda: cell.evaluate("c => [...c.querySelectorAll('.jp-OutputArea-output')].some(o => o.offsetParent !== null)")
     assert not shown(), "the answer is on screen before the learner asked for it"
+    preview = cell.query_selector(".jp-OutputPlaceholder .jp-PlaceholderText")
+    assert preview is None or not preview.is_visible(), \
+        f"the collapsed output previews its first line: {preview.inner_text()[:80]!r}"
     cell.scroll_into_view_if_needed()
     page.wait_for_timeout(300)
     page.screenshot(path=str(shots / "9_prediction_answer_collapsed.png"))

@@ -4,6 +4,7 @@ from __future__ import annotations
 import os
 import re
 import subprocess
+import sys
 import time
 import urllib.request
 from pathlib import Path
@@ -50,3 +51,30 @@ def test_make_lab_serves_the_course_root_and_opens_the_start_notebook(tmp_path):
     finally:
         stop(proc, group=True, grace=30)
         log.close()
+
+
+def test_the_labs_configuration_hides_instructor_tools_for_learners_only(tmp_path):
+    """What `copy-that lab` hands JupyterLab: its own configuration folder, the user's kept after it."""
+    import json
+
+    from autograder.learner.lab import NBGRADER_LAB_EXTENSION, NBGRADER_SERVER_EXTENSIONS, lab_environment
+
+    base = {"PATH": "/usr/bin:/bin", "JUPYTER_CONFIG_DIR": str(tmp_path / "mine"), "SHELL": "/bin/bash"}
+    learner = lab_environment(tmp_path, instructor=False, base=base)
+    folder = Path(learner["JUPYTER_CONFIG_DIR"])
+    assert folder != tmp_path / "mine" and learner["JUPYTER_CONFIG_PATH"].split(os.pathsep)[0] == str(tmp_path / "mine")
+    assert learner["JUPYTERLAB_SETTINGS_DIR"] == str(tmp_path / "mine" / "lab" / "user-settings")
+    assert learner["PATH"].split(os.pathsep)[0] == os.path.dirname(os.path.abspath(sys.executable))
+    server = json.loads((folder / "jupyter_server_config.json").read_text())["ServerApp"]
+    assert server["jpserver_extensions"] == {name: False for name in NBGRADER_SERVER_EXTENSIONS}
+    assert json.loads((folder / "labconfig" / "page_config.json").read_text())["disabledExtensions"] == {
+        NBGRADER_LAB_EXTENSION: True}
+    assert json.loads((folder / "jupyter_lab_config.json").read_text()) == {"LabApp": {"custom_css": True}}
+    assert ".jp-PlaceholderText { display: none; }" in (folder / "custom" / "custom.css").read_text()
+    rc = server["terminado_settings"]["shell_command"]
+    assert rc[1] == "--rcfile" and os.path.dirname(os.path.abspath(sys.executable)) in Path(rc[2]).read_text()
+
+    instructor = lab_environment(tmp_path, instructor=True, base=base)
+    folder = Path(instructor["JUPYTER_CONFIG_DIR"])
+    assert "jpserver_extensions" not in json.loads((folder / "jupyter_server_config.json").read_text())["ServerApp"]
+    assert json.loads((folder / "labconfig" / "page_config.json").read_text())["disabledExtensions"] == {}

@@ -8,8 +8,11 @@ Two things differ from a bare ``jupyter lab``:
 - a learner's lab shows nothing of nbgrader's instructor interface (formgrader, Create
   Assignment, the course and assignment lists, Validate: a second checking route beside
   ``check``).  nbgrader stays installed, since grading needs it; its server extensions and its
-  JupyterLab extension are switched off for this server only, by a Jupyter configuration
-  folder put first on ``JUPYTER_CONFIG_PATH``.  The instructor's lab leaves them on.
+  JupyterLab extension are switched off for this server only, by the lab's own Jupyter
+  configuration folder (``JUPYTER_CONFIG_DIR``; the user's stays on ``JUPYTER_CONFIG_PATH``).
+  The instructor's lab leaves them on.
+- in both, a collapsed output shows only its "…", not a preview of its first line: the answer
+  to the prediction above it stays hidden until asked for.
 """
 from __future__ import annotations
 
@@ -29,6 +32,9 @@ NBGRADER_SERVER_EXTENSIONS = (
     "nbgrader.server_extensions.validate_assignment",
 )
 NBGRADER_LAB_EXTENSION = "@jupyter/nbgrader"
+# A collapsed output's placeholder previews its first line, which would show the answer to the
+# prediction above it: the placeholder shows only its "…" (click to expand).
+CUSTOM_CSS = ".jp-OutputPlaceholder .jp-PlaceholderText { display: none; }\n"
 
 
 def terminal_command(folder: Path, bindir: str, shell: str | None) -> list[str]:
@@ -59,7 +65,10 @@ def write_lab_config(folder: Path, instructor: bool, bindir: str, shell: str | N
     server: dict = {"terminado_settings": {"shell_command": terminal_command(folder, bindir, shell)}}
     if not instructor:
         server["jpserver_extensions"] = {name: False for name in NBGRADER_SERVER_EXTENSIONS}
+    (folder / "custom").mkdir(exist_ok=True)
+    (folder / "custom" / "custom.css").write_text(CUSTOM_CSS)
     (folder / "jupyter_server_config.json").write_text(json.dumps({"ServerApp": server}, indent=1))
+    (folder / "jupyter_lab_config.json").write_text(json.dumps({"LabApp": {"custom_css": True}}, indent=1))
     disabled = {} if instructor else {NBGRADER_LAB_EXTENSION: True}
     (folder / "labconfig" / "page_config.json").write_text(json.dumps({"disabledExtensions": disabled}, indent=1))
     return folder
@@ -74,8 +83,18 @@ def lab_environment(root: Path, instructor: bool = False, base: dict | None = No
     env["PATH"] = os.pathsep.join([bindir] + [p for p in env.get("PATH", "").split(os.pathsep) if p and p != bindir])
     kind = "instructor-lab" if instructor else "learner-lab"
     folder = write_lab_config(root / ".cache" / "copy-that" / kind, instructor, bindir, env.get("SHELL"))
-    rest = [p for p in env.get("JUPYTER_CONFIG_PATH", "").split(os.pathsep) if p]
-    env["JUPYTER_CONFIG_PATH"] = os.pathsep.join([str(folder)] + rest)
+    # The folder is the server's configuration folder (JUPYTER_CONFIG_DIR), since only that one's
+    # custom/custom.css is served.  The user's own configuration folder stays on the path, right
+    # after it, and JupyterLab's settings and workspaces stay where they were.
+    from jupyter_core.paths import jupyter_config_dir
+
+    user = env.get("JUPYTER_CONFIG_DIR") or jupyter_config_dir()
+    if os.path.abspath(user) != os.path.abspath(folder):
+        env.setdefault("JUPYTERLAB_SETTINGS_DIR", os.path.join(user, "lab", "user-settings"))
+        env.setdefault("JUPYTERLAB_WORKSPACES_DIR", os.path.join(user, "lab", "workspaces"))
+        rest = [p for p in env.get("JUPYTER_CONFIG_PATH", "").split(os.pathsep) if p and p != user]
+        env["JUPYTER_CONFIG_PATH"] = os.pathsep.join([user] + rest)
+    env["JUPYTER_CONFIG_DIR"] = str(folder)
     return env
 
 
