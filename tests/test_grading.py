@@ -28,7 +28,7 @@ VICTIM = "-victim"   # an honest copy of the reference answers, graded after eac
 RUNS_HOSTILE_CODE = {"exit-midway", "infinite-loop", "output-flood", "huge-allocation", "memory-hog", "fork-bomb",
                      "read-secrets", "write-gradebook", "delete-course", "network", "leftover-processes",
                      "patched-torch", "patched-helpers", "custom-exc", "no-traceback", "planted-config",
-                     "deep-tree", "reads-host", "forked-memory", "poisoned-server",
+                     "deep-tree", "reads-host", "forked-memory", "poisoned-server", "forges-the-agent",
                      "fills-scratch"}
 SANDBOX = pytest.mark.skipif(bwrap_path() is None and not os.environ.get("CI"),
                              reason="bubblewrap is not installed (make test-deps installs it as root)")

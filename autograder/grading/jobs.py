@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import queue
 import threading
 import time
 from dataclasses import dataclass, field
@@ -165,7 +166,7 @@ class LimitedClient(NotebookClient):
                 reply = await self.kc.get_shell_msg(timeout=remaining)
                 if reply.get("parent_header", {}).get("msg_id") == msg_id:
                     break
-        except (asyncio.TimeoutError, TimeoutError, __import__("queue").Empty):
+        except (asyncio.TimeoutError, TimeoutError, queue.Empty):
             await self._async_interrupt_kernel()
             await self._until_idle(msg_id, grace=10)   # the interrupt must end this request, not the next
             raise TimeoutError("the learner's function ran past the test's time limit") from None
@@ -173,6 +174,11 @@ class LimitedClient(NotebookClient):
         text = expression.get("data", {}).get("text/plain") if isinstance(expression, dict) else None
         if not isinstance(text, str) or len(text) > MAX_REPLY:
             raise JudgeError("the kernel's agent gave no answer (was it replaced?)")
+        self.output_total += len(text)      # the answer counts against the budget like any message
+        if self.output_total > self.output_limit:
+            self.flooded = True
+            self.on_flood()
+            raise JudgeError("the output passed its limit")
         try:
             with _compile_lock:
                 answer = ast.literal_eval(text)

@@ -140,6 +140,7 @@ class _PerThreadStdout(io.TextIOBase):
 
 _install_lock = threading.Lock()
 _compile_lock = threading.Lock()
+_PRELUDE_CODE = compile(PRELUDE, "<judge prelude>", "exec")
 
 
 @contextlib.contextmanager
@@ -337,10 +338,9 @@ class Judge:
         with _printing_to(out):
             try:
                 with _compile_lock:   # CPython 3.11's compiler is not safe from two threads at once
-                    prelude = compile(PRELUDE, "<judge prelude>", "exec")
                     tree = ast.parse(source)
                     code = compile(tree, "<hidden tests>", "exec")
-                exec(prelude, namespace)
+                exec(_PRELUDE_CODE, namespace)
                 namespace["ck"] = _Checks(self.facts)
                 defined = set(namespace) | set(dir(builtins))
                 for node in ast.walk(tree):
