@@ -27,13 +27,20 @@ def test_a_failed_check_shows_in_a_notebook_as_its_diagnosis_alone():
     shown: list[list[str]] = []
     shell._showtraceback = lambda etype, evalue, stb: shown.append(stb)
     shell.run_cell("from autograder.kernel import checks as ck\n"
-                   "ck.check_equal(1 + 1, 3, 'one plus one', hint='addition is not concatenation.')")
+                   "ck.check_equal(1 + 1, 3, 'one plus one', hint='M-views-copy: addition is not concatenation.')")
     import re
+    from autograder.kernel.misconceptions import BY_ID
+
+    m = BY_ID["M-views-copy"]
     lines = [re.sub(r"\x1b\[[0-9;]*m", "", line) for line in shown[-1]]
-    assert lines == ["\u2717 one plus one is 2", "  expected: 3", "  likely mistake: addition is not concatenation."]
+    assert lines == ["\u2717 one plus one is 2", "  expected: 3", "  likely mistake: addition is not concatenation.",
+                     f"  misconception M-views-copy: {m.myth}", f"  read again: {m.link}"]
     # the message in one line stays what check, the grader and the feedback read
-    message = fails(ck.check_equal, 1 + 1, 3, "one plus one", hint="addition is not concatenation.")
-    assert message == "one plus one is 2; expected 3. Likely mistake: addition is not concatenation."
+    message = fails(ck.check_equal, 1 + 1, 3, "one plus one", hint="M-views-copy: addition is not concatenation.")
+    assert message == f"one plus one is 2; expected 3. Likely mistake: addition is not concatenation. [M-views-copy: {m.link}]"
+    # a hint that names no misconception is a hint, not a diagnosed mistake
+    shell.run_cell("ck.check_equal(1 + 1, 3, 'one plus one', hint='one entry per epoch.')")
+    assert [re.sub(r"\x1b\[[0-9;]*m", "", line) for line in shown[-1]][-1] == "  hint: one entry per epoch."
 
 
 def test_storage_ptr_is_equal_for_views_at_offsets_and_differs_for_copies():
@@ -48,7 +55,15 @@ def test_same_storage_names_what_was_seen_and_the_likely_mistake():
     ck.check_same_storage(a[1:], a)
     msg = fails(ck.check_same_storage, a + 0, a, "r", "a")
     assert "r has its own storage" in msg and "expected r to share memory with a" in msg
-    assert "Likely mistake" in msg
+    assert "Likely mistake" in msg and "[M-indexing-views: course/01_names_views_storage.ipynb#3.-Copies]" in msg
+
+
+def test_a_tensor_where_a_plain_value_belongs_gets_its_own_diagnosis_whatever_the_value_hint():
+    msg = fails(ck.check_equal, torch.tensor(True), True, "shares_memory(a, a)", hint="M-id-is-memory: is compares objects.")
+    assert "[M-tensor-is-a-number:" in msg and "M-id-is-memory" not in msg
+    msg = fails(ck.check_equal, torch.tensor(1.5), 2.0, "loss", hint="M-tensor-is-a-number: use .item().")
+    assert "use .item()" in msg
+    assert "[M-id-is-memory:" in fails(ck.check_equal, False, True, "s", hint="M-id-is-memory: is compares objects.")
 
 
 def test_new_storage_default_hint_mentions_clone():

@@ -17,6 +17,8 @@ from typing import Any
 
 import torch
 
+from .misconceptions import Misconception, split_tag as _split_tag
+
 __all__ = [
     "CheckFailed",
     "ok",
@@ -80,29 +82,39 @@ class CheckFailed(AssertionError):
 
     In a notebook it shows as its diagnosis alone, a few lines (IPython calls
     ``_render_traceback_`` instead of printing the traceback): what was observed, what was
-    expected, the likely mistake.  Its message (``str()``) holds the same in one line, for
-    ``check``, the grader and the feedback."""
+    expected and, where one is known, the likely mistake with the misconception behind it and
+    the lecture section that refutes it.  Its message (``str()``) holds the same in one line,
+    for ``check``, the grader and the feedback."""
 
     def __init__(self, message: str, observed: str | None = None, expected: str | None = None,
-                 hint: str | None = None):
+                 hint: str | None = None, misconception: Misconception | None = None):
         super().__init__(message)
         self.observed, self.expected, self.hint = observed, expected, hint
+        self.misconception = misconception
 
     def _render_traceback_(self) -> list[str]:
         if self.observed is None:
             return [f"\x1b[31mCheckFailed\x1b[0m: {self}"]
         lines = [f"\x1b[31m\u2717 {self.observed}\x1b[0m", f"  expected: {self.expected}"]
-        if self.hint:
+        m = self.misconception
+        if m is not None:
             lines.append(f"  \x1b[33mlikely mistake:\x1b[0m {self.hint}")
+            lines.append(f"  \x1b[33mmisconception {m.id}:\x1b[0m {m.myth}")
+            lines.append(f"  \x1b[33mread again:\x1b[0m {m.link}")
+        elif self.hint:
+            lines.append(f"  \x1b[33mhint:\x1b[0m {self.hint}")
         return lines
 
 
 def _fail(observed: str, expected: str, hint: str | None = None) -> None:
     __tracebackhide__ = True  # IPython shows the test's line, not this helper's
+    misconception, text = _split_tag(hint)
     message = f"{observed}; expected {expected}."
-    if hint:
-        message += f" Likely mistake: {hint}"
-    raise CheckFailed(message, observed, expected, hint)
+    if misconception is not None:
+        message += f" Likely mistake: {text} [{misconception.id}: {misconception.link}]"
+    elif text:
+        message += f" Hint: {text}"
+    raise CheckFailed(message, observed, expected, text, misconception)
 
 
 def ok(message: str) -> None:
@@ -160,7 +172,8 @@ def check_same_storage(a: torch.Tensor, b: torch.Tensor, what: str = "the result
     if storage_ptr(a) != storage_ptr(b):
         _fail(f"{what} has its own storage, not the storage of {other}",
               f"{what} to share memory with {other}",
-              hint or "an out-of-place operation (`t + 1`, `clone()`, advanced indexing) made a copy.")
+              hint or ("M-indexing-views: an out-of-place operation made a copy: `t + 1`, `clone()` and advanced "
+                      "indexing (a list or tensor index) allocate new memory."))
 
 
 def check_new_storage(result: torch.Tensor, source: torch.Tensor, what: str = "the result",
@@ -172,7 +185,7 @@ def check_new_storage(result: torch.Tensor, source: torch.Tensor, what: str = "t
     if storage_ptr(result) == storage_ptr(source):
         _fail(f"{what} shares memory with {other} (same storage)",
               "memory of its own",
-              hint or "assignment, views, `detach()` and `.data` never copy; add `.clone()`.")
+              hint or "M-detach-copies: assignment, views, `detach()` and `.data` never copy; add `.clone()`.")
 
 
 def check_same_object(result: Any, expected: Any, what: str = "the result",
@@ -182,7 +195,7 @@ def check_same_object(result: Any, expected: Any, what: str = "the result",
     if result is not expected:
         _fail(f"{what} is a different object ({_type_name(result)})",
               f"{other} itself",
-              hint or "the function built a new object instead of working in place and returning it.")
+              hint or "M-rebinding-writes: the function built a new object instead of working in place and returning it.")
 
 
 def check_version_unchanged(t: torch.Tensor, before: int, what: str = "the input",
@@ -193,7 +206,7 @@ def check_version_unchanged(t: torch.Tensor, before: int, what: str = "the input
     if now != before:
         _fail(f"{what}._version went from {before} to {now} (it was modified in place)",
               f"{what} untouched (version {before})",
-              hint or "an in-place operation (`+=`, `add_`, `t[i] = ...`, `copy_`) wrote into it; work on a copy.")
+              hint or "M-augmented-assignment-copies: an in-place operation (`+=`, `add_`, `t[i] = ...`, `copy_`) wrote into it; work on a copy.")
 
 
 def check_version_bumped(t: torch.Tensor, before: int, what: str = "the tensor",
@@ -204,7 +217,7 @@ def check_version_bumped(t: torch.Tensor, before: int, what: str = "the tensor",
     if now <= before:
         _fail(f"{what}._version is still {now}",
               f"an in-place update (version above {before})",
-              hint or "`t = t + 1` rebinds a local name and leaves the caller's tensor as it was; use an in-place operation.")
+              hint or "M-argument-rebinding: `t = t + 1` rebinds a local name and leaves the caller's tensor as it was; use an in-place operation.")
 
 
 def check_requires_grad(t: torch.Tensor, expected: bool, what: str = "the result",
@@ -215,9 +228,9 @@ def check_requires_grad(t: torch.Tensor, expected: bool, what: str = "the result
     got = _requires_grad_get(t)
     if got is not expected:
         if expected:
-            default = "the copy left the autograd graph: `detach()`, `.data`, `torch.no_grad()` or `torch.tensor(t)` cut it off."
+            default = "M-fresh-leaf-connects: the copy left the autograd graph: `detach()`, `.data`, `torch.no_grad()` or `torch.tensor(t)` cut it off."
         else:
-            default = ("the result requires grad: it is still attached to a graph, or it is a leaf that requires grad; "
+            default = ("M-clone-leaves-graph: the result requires grad: it is still attached to a graph, or it is a leaf that requires grad; "
                        "`detach()` it (and `clone()` if it must own its memory).")
         _fail(f"{what}.requires_grad is {got}", f"{expected}", hint or default)
 
@@ -242,7 +255,7 @@ def check_grad_fn(t: torch.Tensor, expected: str | None, what: str = "the result
     if got != expected:
         if expected is None:
             _fail(f"{what}.grad_fn is {got}", "None (outside every graph)",
-                  hint or "the result was computed with gradient tracking on; use `detach()` or `torch.no_grad()`.")
+                  hint or "M-clone-leaves-graph: the result was computed with gradient tracking on; use `detach()` or `torch.no_grad()`.")
         _fail(f"{what}.grad_fn is {got}", f"{expected}", hint)
 
 
@@ -285,7 +298,7 @@ def check_grad(t: torch.Tensor, expected: Any, what: str = "x.grad", atol: float
         return
     if g is None:
         _fail(f"{what} is None", f"{_short(expected)}",
-              hint or "no gradient reached this tensor: the graph was cut (`detach()`, `.data`, `torch.no_grad()`, `torch.tensor(t)`) on the way.")
+              hint or "M-fresh-leaf-connects: no gradient reached this tensor: the graph was cut (`detach()`, `.data`, `torch.no_grad()`, `torch.tensor(t)`) on the way.")
     exp = _as_float64(expected)
     got = _as_float64(g)
     if _shape_get(got) != _shape_get(exp):
@@ -306,10 +319,11 @@ def check_equal(actual: Any, expected: Any, what: str = "the result",
     """
     __tracebackhide__ = True  # IPython shows the test's line, not this helper's
     exp_type = _type(expected)
+    if _isinstance(actual, _Tensor) and not (hint or "").startswith("M-tensor-is-a-number:"):
+        hint = _TENSOR_FOR_VALUE  # a wrong type is its own mistake, whatever a wrong value would mean
     if exp_type is _float:
         if _type(actual) is not _float:
-            _fail(f"{what} is a {_type_name(actual)}", "a Python float",
-                  hint or "return a plain number: `.item()` turns a one-element tensor into a float.")
+            _fail(f"{what} is a {_type_name(actual)}", "a Python float", hint or _TENSOR_FOR_VALUE)
         if not math.isclose(actual, expected, rel_tol=RTOL, abs_tol=ATOL):
             _fail(f"{what} is {actual!r}", f"{expected!r}", hint)
         return
@@ -320,6 +334,10 @@ def check_equal(actual: Any, expected: Any, what: str = "the result",
         _fail(f"{what} holds {odd}", "the same kinds of values all the way down", hint)
     if not (expected == actual):
         _fail(f"{what} is {_safe_repr(actual)}", f"{expected!r}", hint)
+
+
+_TENSOR_FOR_VALUE = ("M-tensor-is-a-number: return a plain Python value: `.item()` turns a one-element tensor "
+                     "into a number, `bool(...)` into a bool.")
 
 
 def check_predictions(answers: Any, key: dict[str, str], why: dict[str, dict[str, str]], salt: str) -> None:
