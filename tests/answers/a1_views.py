@@ -5,27 +5,31 @@ WRONG = [
     Answer("shares_memory", "compares Python objects with `is`", '''
 def shares_memory(a, b):
     return a is b
-''', message="shares_memory(a, a[1])"),
+''', message="shares_memory(a, a.detach()) is False; expected True. Likely mistake: a.detach() is a new tensor object"),
     Answer("shares_memory", "compares id()", '''
 def shares_memory(a, b):
     return id(a) == id(b)
-'''),
+''', message="[M-id-is-memory: course/01_names_views_storage.ipynb#id()-names-the-object,-not-the-memory]"),
+    Answer("shares_memory", "compares the id() of temporaries", '''
+def shares_memory(a, b):
+    return id(a.data) == id(b.data)
+''', message="[M-id-of-temporary: "),
     Answer("shares_memory", "compares data_ptr() of the first elements", '''
 def shares_memory(a, b):
     return a.data_ptr() == b.data_ptr()
-''', message="a[1] is a view of a"),
+''', message="[M-data-ptr-is-storage: "),
     Answer("shares_memory", "compares values", '''
 def shares_memory(a, b):
     return a.shape == b.shape and bool(torch.equal(a, b))
-'''),
+''', message="[M-equal-values-shared: "),
     Answer("shares_memory", "returns a tensor instead of a bool", '''
 def shares_memory(a, b):
     return torch.tensor(a.untyped_storage().data_ptr() == b.untyped_storage().data_ptr())
-''', message="expected a bool"),
+''', message="expected a bool (True). Likely mistake: return a plain Python value"),
     Answer("add_one_", "rebinds the local name", '''
 def add_one_(t):
     t = t + 1
-''', message="rebinds the local name"),
+''', message="[M-argument-rebinding: "),
     Answer("add_one_", "returns a new tensor instead of writing in place", '''
 def add_one_(t):
     return t + 1
@@ -33,7 +37,7 @@ def add_one_(t):
     Answer("add_one_", "replaces the memory through .data", '''
 def add_one_(t):
     t.data = t.data + 1
-''', message="a view taken before the call"),
+''', message="a view taken before the call has values tensor([0.0, 0.0, 0.0]) (max difference 1); expected tensor([1.0, 1.0, 1.0]) (within atol=1e-05). Likely mistake: the function gave t new memory"),
     Answer("add_one_", "writes into a contiguous copy", '''
 def add_one_(t):
     t.contiguous().add_(1)
@@ -60,11 +64,11 @@ def plus_one(t):
     Answer("count_storages", "counts objects", '''
 def count_storages(tensors):
     return len({id(t) for t in tensors})
-''', message="count storages, not objects"),
+''', message="[M-id-is-memory: "),
     Answer("count_storages", "counts first-element addresses", '''
 def count_storages(tensors):
     return len({t.data_ptr() for t in tensors})
-'''),
+''', message="[M-data-ptr-is-storage: "),
     Answer("count_storages", "counts the tensors", '''
 def count_storages(tensors):
     return len(tensors)

@@ -211,6 +211,16 @@ def hidden_grad(w1, w2, x):
     (h @ w2).pow(2).sum().backward(create_graph=True)
     return h.grad
 ''', message="requires_grad is True"),
+    # --- the prediction set: wrong letters fail with their diagnosis
+    Answer("predictions", "thinks `contiguous()` makes a slice save small", '''
+PREDICTIONS = {"q1": "b", "q2": "c", "q3": "b", "q4": "a", "q5": "b"}
+''', message="[M-reshape-views: "),
+    Answer("predictions", "thinks `state_dict()` is a snapshot", '''
+PREDICTIONS = {"q1": "b", "q2": "b", "q3": "a", "q4": "a", "q5": "b"}
+''', message="q3: you predicted (a); expected another choice. Likely mistake: the `\"state\"` of `state_dict()`"),
+    Answer("predictions", "thinks `torch.tensor(a)` shares the array's memory", '''
+PREDICTIONS = {"q1": "a", "q2": "b", "q3": "b", "q4": "a", "q5": "b"}
+''', message="[M-constructors-share: course/06b_boundaries.ipynb#1.-From-NumPy:-three-ways-share,-one-copies]"),
 ]
 
 RIGHT = [
@@ -303,5 +313,9 @@ def hidden_grad(w1, w2, x):
         else:
             w.grad += g
     return gh
+'''),
+    # --- the prediction set: check_predictions accepts either case, spaces and parentheses
+    Answer("predictions", "letters in parentheses, with spaces", '''
+PREDICTIONS = {"q1": " (B) ", "q2": "B", "q3": "(b)", "q4": "a", "q5": " b"}
 '''),
 ]
