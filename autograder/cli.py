@@ -70,6 +70,8 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 def _check_once(path: Path, timeout: int):
     """Run the notebook once and print its table; return the CheckReport."""
+    from rich.markup import escape
+
     from .learner.selfcheck import check_notebook
 
     with console.status(f"running {path.name} ..."):
@@ -81,10 +83,14 @@ def _check_once(path: Path, timeout: int):
     table.add_column("message")
     marks = {"passed": "[green]\u2713[/]", "partial": "[yellow]~[/]", "not started": "[dim]\u00b7[/]", "failed": "[red]\u2717[/]"}
     for r in report.results:
-        table.add_row(r.grade_id, marks[r.status], f"{r.points:g}/{r.max_points:g}", r.message or r.status)
+        table.add_row(r.grade_id, marks[r.status], f"{r.points:g}/{r.max_points:g}", escape(r.message or r.status))
     for gid in report.hidden:
         table.add_row(gid, "[dim]?[/]", "", "hidden tests: they run when the assignment is graded")
     console.print(table)
+    for r in report.results:
+        for m in r.misconceptions:
+            console.print(f"[yellow]{escape(r.grade_id)}[/]: misconception {m.id}: {escape(m.myth)}\n"
+                          f"  read again: {escape(m.link)}", soft_wrap=True)
     for p in report.problems:
         console.print(f"[red]problem:[/] {p}")
     if report.unwritten:

@@ -18,6 +18,7 @@ import nbformat
 from nbclient import NotebookClient
 from nbclient.exceptions import CellTimeoutError, DeadKernelError
 
+from ..kernel.misconceptions import BY_ID, Misconception, ids_in
 from .cells import WARNING_PATTERN, role
 
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
@@ -35,6 +36,11 @@ class TestResult:
     @property
     def passed(self) -> bool:
         return self.status == "passed"
+
+    @property
+    def misconceptions(self) -> list[Misconception]:
+        """The misconceptions the failure's diagnosis names (none when it passed)."""
+        return [] if self.passed else [BY_ID[i] for i in dict.fromkeys(ids_in(self.message))]
 
 
 @dataclass
