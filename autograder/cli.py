@@ -177,71 +177,225 @@ def _size(text: str) -> int:
     return int(text)
 
 
-def cmd_grade(args: argparse.Namespace) -> int:
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
+def _grading_config(args: argparse.Namespace):
+    """(course root, configuration) as nbgrader builds them, the command line's flags on top."""
     from .course.layout import find_root
-    from .grading.runner import Grader, GradingError
-    from .grading.sandbox import Limits
+    from .grading.config import ALIASES, command_line, course_root, load_config, user_config
 
-    limits = Limits(memory_bytes=_size(args.memory), cell_timeout=args.cell_timeout,
-                    notebook_timeout=args.notebook_timeout, cpu_seconds=args.cpu_seconds,
-                    processes=args.processes, output_bytes=_size(args.max_output))
+    given = {name: getattr(args, name) for name in ALIASES if getattr(args, name, None) is not None}
+    for name in ("memory", "max_output"):
+        if name in given:
+            given[name] = _size(given[name])
+    overrides = command_line(given)
+    seen = user_config()
+    seen.merge(overrides)
+    root = course_root(seen) or find_root()
+    return root, load_config(root, overrides)
+
+
+def _plain(text: str, limit: int = 300) -> str:
+    """Student-controlled text made safe for the terminal: no control characters, no markup."""
+    from rich.markup import escape
+
+    text = "".join(ch if ch.isprintable() else "?" for ch in str(text))
+    return escape(text[:limit] + ("…" if len(text) > limit else ""))
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+class _ProgressReport:
+    """Progress of a grading run: a bar on a terminal; elsewhere (nohup, a log file, CI) a line
+    every ``every`` seconds or every 10 submissions, the preparation included."""
+
+    def __init__(self, assignment: str, every: float):
+        import threading
+        import time
+
+        self.assignment, self.every = assignment, every
+        self.phase, self.done, self.total = "starting", 0, 0
+        self.start = self.last = time.monotonic()
+        self.last_count = -1
+        self.terminal = console.is_terminal
+        self.bar = self.task = None
+        self.lock = threading.Lock()
+        self.finished = threading.Event()
+        self.thread = None
+
+    def __enter__(self):
+        import threading
+
+        if self.terminal:
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+            self.bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                                TimeElapsedColumn(), console=console, transient=True)
+            self.bar.__enter__()
+            self.task = self.bar.add_task(f"{self.assignment}: starting", total=None)
+        else:
+            self.thread = threading.Thread(target=self._tick, daemon=True)
+            self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.finished.set()
+        if self.bar is not None:
+            self.bar.__exit__(*exc)
+
+    def _line(self) -> None:
+        import time
+
+        elapsed = time.monotonic() - self.start
+        print(f"[{int(elapsed) // 60:02d}:{int(elapsed) % 60:02d}] {self.assignment}: {self.phase} "
+              f"{self.done}/{self.total}", flush=True)
+        self.last = time.monotonic()
+
+    def _tick(self) -> None:
+        import time
+
+        while not self.finished.wait(1.0):
+            with self.lock:
+                if time.monotonic() - self.last >= self.every and self.total:
+                    self._line()
+
+    def event(self, phase: str, done: int, total: int) -> None:
+        if not total:
+            return
+        with self.lock:
+            changed = phase != self.phase
+            self.phase, self.done, self.total = phase, done, total
+            if self.bar is not None:
+                self.bar.update(self.task, description=f"{self.assignment}: {phase}", completed=done, total=total)
+            elif changed or done == total or done - self.last_count >= 10:
+                self._line()
+                self.last_count = done
+
+
+def cmd_grade(args: argparse.Namespace) -> int:
+    import signal
+    import time
+
+    from .grading.config import GradeOptions
+    from .grading.runner import Grader, GradingError
+
     try:
-        grader = Grader(find_root(), args.assignment, students=args.student or None, jobs=args.jobs,
-                        limits=limits, scheduler=args.scheduler, require_sandbox=args.require_sandbox,
-                        log=lambda m: console.print(f"[bold red]{m}[/]"))
+        root, cfg = _grading_config(args)
+        options = GradeOptions(config=cfg)
+        grader = Grader(root, args.assignment, students=args.student or None, config=cfg,
+                        only_changed=not options.force, log=lambda m: console.print(f"[bold red]{_plain(m, 4000)}[/]"))
     except (GradingError, FileNotFoundError) as exc:
-        console.print(f"[red]{exc}[/]")
+        console.print(f"[red]{_plain(exc, 4000)}[/]")
+        return 2
+    source = grader.root / grader.coursedir.source_directory
+    known = sorted(p.name for p in source.iterdir() if p.is_dir()) if source.is_dir() else []
+    if args.assignment not in known:
+        console.print(f"[red]no assignment {_plain(repr(args.assignment))} in {grader.coursedir.source_directory}/; "
+                      f"there are: {', '.join(known) or 'none'}[/]")
         return 2
     if not grader.students:
-        known = sorted(p.name for p in (grader.root / grader.coursedir.source_directory).iterdir() if p.is_dir()) \
-            if (grader.root / grader.coursedir.source_directory).is_dir() else []
-        if args.assignment not in known:
-            console.print(f"[red]no assignment {args.assignment!r} in {grader.coursedir.source_directory}/; "
-                          f"there are: {', '.join(known) or 'none'}[/]")
-            return 2
-        console.print(f"[yellow]no submissions found in submitted/*/{args.assignment}/[/]")
+        console.print(f"[yellow]no submissions found in submitted/*/{_plain(args.assignment)}/[/]")
         return 0
-    with Progress(TextColumn("grading {task.description}"), BarColumn(), MofNCompleteColumn(),
-                  TimeElapsedColumn(), console=console, transient=True) as bar:
-        task = bar.add_task(args.assignment, total=len(grader.students))
-        try:
-            results = grader.run(progress=lambda r: bar.advance(task))
-        except GradingError as exc:
-            console.print(f"[red]{exc}[/]")
-            return 2
-    table = Table(title=f"{args.assignment}: {len(results)} submission{'' if len(results) == 1 else 's'}")
-    for col, justify in (("student", "left"), ("score", "right"), ("max", "right"), ("flags", "left"), ("problems", "left")):
-        table.add_column(col, justify=justify)
-    for r in results:
-        table.add_row(r.student, f"{r.score:g}", f"{r.max_score:g}", "\n".join(r.flags), "\n".join(r.problems),
-                      style=None if r.graded else "red")
-    console.print(table)
-    failed = [r.student for r in results if not r.graded]
+
+    def interrupt(signum, frame):
+        if grader.stopping.is_set():
+            raise KeyboardInterrupt      # a second Ctrl-C: stop at once
+        grader.stop()
+        import os
+
+        os.write(2, b"\nstopping: no new submission starts, running ones are ended; finished results are kept "
+                    b"(Ctrl-C again to abort at once)\n")
+
+    start = time.monotonic()
+    previous = signal.signal(signal.SIGINT, interrupt)
+    try:
+        with _ProgressReport(args.assignment, options.progress_seconds) as report:
+            grader.events = report.event
+            results = grader.run()
+    except GradingError as exc:
+        console.print(f"[red]{_plain(exc, 4000)}[/]")
+        return 2
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    wall = time.monotonic() - start
+    try:
+        page = grader.write_report(results, wall)
+    except Exception as exc:   # the grades are in the gradebook whatever happens to the report
+        page = None
+        console.print(f"[red]could not write the report: {type(exc).__name__}: {_plain(exc)}[/]")
+    return _summary(args.assignment, grader, results, wall, page)
+
+
+def _summary(assignment: str, grader, results, wall: float, page) -> int:
+    """Who needs a look (a few lines), where the report is, and the counts, last."""
+    import statistics
+
+    attention = [r for r in results if r.flags or r.problems or not r.graded]
+    for r in attention[:20]:
+        what = "; ".join([*(f"flag: {f}" for f in r.flags), *r.problems])
+        colour = "red" if not r.graded else "yellow"
+        console.print(f"[{colour}]{_plain(r.student, 80)}[/] {r.score:g}/{r.max_score:g}: {_plain(what)}")
+    if len(attention) > 20:
+        console.print(f"... and {len(attention) - 20} more: see the report")
+    broken = [r.student for r in results if not r.graded and not r.failed]
+    failed = [r.student for r in results if r.failed]
     flagged = [r.student for r in results if r.flags]
-    if flagged:
-        console.print(f"[yellow]flagged for manual review: {', '.join(flagged)}[/]")
     if failed:
-        console.print(f"[red]could not be graded: {', '.join(failed)}[/]")
-        return 1
-    return 0
+        console.print(f"[red]grading failed (earlier results kept): {_plain(', '.join(failed), 2000)}[/]")
+    if grader.interrupted:
+        console.print(f"[red]interrupted: not graded: {_plain(', '.join(grader.interrupted), 4000)}[/]")
+    if page is not None:
+        try:
+            shown = page.relative_to(Path.cwd())
+        except ValueError:
+            shown = page
+        console.print(f"report: {_plain(shown, 1000)} (and report.csv, cells.csv beside it)")
+    scores = [r.score for r in results if not r.failed]      # broken ones count, as zero
+    top = max((r.max_score for r in results), default=0)
+    parts = [f"{len(results)} graded", f"{len(grader.unchanged)} unchanged", f"{len(broken)} broken",
+             f"{len(failed)} failed", f"{len(flagged)} flagged"]
+    if grader.interrupted:
+        parts.append(f"{len(grader.interrupted)} not graded")
+    line = f"{_plain(assignment)}: {_plural(len(grader.students), 'submission')}: " + ", ".join(parts)
+    if scores:
+        line += (f"; mean {statistics.fmean(scores):.2f}, median {statistics.median(scores):g} "
+                 f"of {top:g}")
+    console.print(line + f"; {wall:.1f} s")
+    if grader.interrupted:
+        return 130
+    return 1 if failed else 0
 
 
-def _nbgrader(*argv: str) -> int:
+def _nbgrader(*argv: str, root: Path | None = None) -> int:
     from .course.build import run_nbgrader
     from .course.layout import find_root
 
-    return run_nbgrader(*argv, cwd=find_root(), capture=False).returncode
+    return run_nbgrader(*argv, cwd=root or find_root(), capture=False).returncode
+
+
+def _nbgrader_root(args: argparse.Namespace) -> tuple[Path, list[str]]:
+    """Where nbgrader runs (the course root the configuration names, else the nearest one) and
+    the command line's options as nbgrader's own."""
+    from .course.layout import find_root
+    from .grading.config import course_root, user_config
+
+    extra = [f"--CourseDirectory.db_url={args.db}"] if getattr(args, "db", None) else []
+    return course_root(user_config()) or find_root(), extra
 
 
 def cmd_feedback(args: argparse.Namespace) -> int:
-    extra = [f"--student={s}" for s in args.student or []]
-    return _nbgrader("generate_feedback", args.assignment, "--force", *extra)
+    root, extra = _nbgrader_root(args)
+    extra += [f"--student={s}" for s in args.student or []]
+    return _nbgrader("generate_feedback", args.assignment, "--force", *extra, root=root)
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    return _nbgrader("export", f"--to={args.to}")
+    root, extra = _nbgrader_root(args)
+    if args.format == "canvas":
+        extra += ["--exporter=autograder.grading.report.CanvasExportPlugin"]
+    to = args.to or ("canvas.csv" if args.format == "canvas" else "grades.csv")
+    extra += [f"--assignment={a}" for a in args.assignment or []]
+    return _nbgrader("export", f"--to={to}", *extra, root=root)
 
 
 def instructor_tools() -> bool:
@@ -292,27 +446,44 @@ def build_parser() -> argparse.ArgumentParser:
         p = sub.add_parser("site", help="render the lectures with their outputs to static HTML (build/site)")
         p.add_argument("--out", help="output folder (default: build/site)")
         p.set_defaults(func=cmd_site)
-        p = sub.add_parser("grade", help="grade submitted/<student>/ASSIGNMENT in sandboxes, in parallel, into the gradebook")
+        p = sub.add_parser("grade", help="grade submitted/<student>/ASSIGNMENT in sandboxes, in parallel, into the gradebook",
+                           description="Every option is also a configuration option, read from the files nbgrader "
+                                       "reads (the Jupyter config folder's nbgrader_config.py, then the course's); "
+                                       "a flag overrides the file. Unchanged submissions are not graded again "
+                                       "(--force: all). A report goes to reports/ASSIGNMENT/.")
         p.add_argument("assignment")
-        p.add_argument("--student", action="append", metavar="ID", help="grade only this student (repeatable)")
-        p.add_argument("--jobs", type=int, default=None, help="submissions graded at once (default: number of cores)")
-        p.add_argument("--scheduler", metavar="ADDRESS", help="run the jobs on a Dask cluster, e.g. tcp://127.0.0.1:8786")
-        p.add_argument("--require-sandbox", action="store_true", help="refuse to grade without bubblewrap")
-        p.add_argument("--memory", default="4G", help="memory limit per submission (default 4G)")
-        p.add_argument("--cell-timeout", type=int, default=60, help="wall-clock seconds per cell (default 60)")
-        p.add_argument("--notebook-timeout", type=int, default=600, help="wall-clock seconds per notebook (default 600)")
-        p.add_argument("--cpu-seconds", type=int, default=300, help="CPU seconds per notebook (default 300)")
-        p.add_argument("--processes", type=int, default=64, help="processes and threads per submission (default 64)")
-        p.add_argument("--max-output", default="2M", help="output a notebook may print (default 2M)")
+        p.add_argument("--student", action="append", metavar="ID",
+                       help="grade only this student, changed or not (repeatable)")
+        p.add_argument("--force", action="store_true", default=None,
+                       help="grade every submission again, changed or not (c.GradeOptions.force)")
+        p.add_argument("--jobs", type=int, help="submissions graded at once (c.GradeOptions.jobs; 0: number of cores)")
+        p.add_argument("--scheduler", metavar="ADDRESS",
+                       help="run the jobs on a Dask cluster, e.g. tcp://127.0.0.1:8786 (c.GradeOptions.scheduler)")
+        p.add_argument("--require-sandbox", action="store_true", default=None,
+                       help="refuse to grade without bubblewrap (c.SandboxedExecute.require_sandbox)")
+        p.add_argument("--memory", help="memory limit per submission, e.g. 4G (c.SandboxedExecute.memory_bytes)")
+        p.add_argument("--cell-timeout", type=int,
+                       help="wall-clock seconds per cell (c.Execute.timeout; the course sets it)")
+        p.add_argument("--notebook-timeout", type=int,
+                       help="wall-clock seconds per notebook (c.SandboxedExecute.notebook_timeout)")
+        p.add_argument("--cpu-seconds", type=int, help="CPU seconds per notebook (c.SandboxedExecute.cpu_seconds)")
+        p.add_argument("--processes", type=int, help="processes and threads per submission (c.GradeOptions.processes)")
+        p.add_argument("--max-output", help="output a notebook may print, e.g. 2M (c.SandboxedExecute.output_bytes)")
+        p.add_argument("--db", metavar="URL", help="the gradebook (c.CourseDirectory.db_url)")
         p.set_defaults(func=cmd_grade)
 
         p = sub.add_parser("feedback", help="per-student HTML feedback (no hidden tests, no solutions)")
         p.add_argument("assignment")
         p.add_argument("--student", action="append", metavar="ID")
+        p.add_argument("--db", metavar="URL", help="the gradebook (c.CourseDirectory.db_url)")
         p.set_defaults(func=cmd_feedback)
 
-        p = sub.add_parser("export", help="write the grades CSV (nbgrader export)")
-        p.add_argument("--to", default="grades.csv", help="output file (default grades.csv)")
+        p = sub.add_parser("export", help="write the grades CSV (nbgrader export), or one for Canvas's import")
+        p.add_argument("--format", choices=("nbgrader", "canvas"), default="nbgrader",
+                       help="nbgrader's grades.csv (default) or Canvas's gradebook import (canvas.csv)")
+        p.add_argument("--to", help="output file (default grades.csv, or canvas.csv)")
+        p.add_argument("--assignment", action="append", metavar="ID", help="only this assignment (repeatable)")
+        p.add_argument("--db", metavar="URL", help="the gradebook (c.CourseDirectory.db_url)")
         p.set_defaults(func=cmd_export)
     return parser
 

@@ -12,21 +12,31 @@ The flow per submission, on nbgrader's own machinery:
    ``LimitOutput``, ``SaveAutoGrades``, ``AssignLatePenalties``, ``CheckCellMetadata``), and the
    notebook written to ``autograded/`` — so formgrader, ``generate_feedback`` and ``export``
    work as after ``nbgrader autograde``, and honest submissions get the same scores.
+
+Around it: the configuration is nbgrader's (``config.load_config``); an assignment missing from
+the gradebook is added from ``solutions/``; with ``only_changed`` a submission whose folder hashes
+as at its last complete grading is left alone (``GradingState``); ``stop()`` ends a run within
+seconds, keeping what finished; ``write_report`` puts the run's report in the course.
 """
 from __future__ import annotations
 
 import errno
+import hashlib
+import json
 import os
 import queue
+import shutil
 import stat
 import tempfile
-from concurrent.futures import Future, ThreadPoolExecutor, as_completed
+import threading
+import time
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
 import nbformat
-from traitlets.config import Config, PyFileConfigLoader
+from traitlets.config import Config
 
 from ..learner.cells import role
 from .execute import NO_SANDBOX, flag_in_gradebook, require_python_kernel
@@ -45,6 +55,12 @@ class Result:
     problems: list[str] = field(default_factory=list)
     graded: bool = True     # False: the submission could not be graded at all
     peak_memory: int | None = None   # the most any of its notebooks' processes held together (bytes)
+    auto_score: float = 0.0          # ``score`` is the gradebook's total: manual grades where given
+    seconds: float = 0.0             # time its notebooks ran in a slot
+    timeouts: int = 0                # cells stopped at the cell limit, notebooks at theirs
+    failed: bool = False    # True: grading went wrong on the grader's side (the run failed for it);
+                            # a broken notebook is graded=False, failed=False: the student's problem
+    hash: str = ""                   # the submitted folder's content hash (``submission_hash``)
 
 
 def _as_results(futures: dict, completed):
@@ -102,18 +118,39 @@ class SlotPool:
 
     def _run(self, job: Job) -> Outcome:
         slot = self.slots.get()
+        slot.busy = True
         try:
             return execute(job, slot)
         finally:
+            slot.busy = False
             self.slots.put(slot)
 
-    def map(self, jobs: list[Job]):
+    def map(self, jobs: list[Job], stop: threading.Event | None = None):
+        """``(job, outcome, error)`` as the jobs finish.  Once ``stop`` is set, jobs not started
+        are cancelled, the kernels of running ones killed, and the generator ends within seconds."""
         futures: dict[Future, Job] = {self.threads.submit(self._run, job): job for job in jobs}
+        running = set(futures)
         try:
-            yield from _as_results(futures, as_completed(futures))
+            while running:
+                done, running = wait(running, timeout=0.25, return_when=FIRST_COMPLETED)
+                yield from _as_results(futures, done)
+                if stop is not None and stop.is_set():
+                    self._interrupt(futures, running)
+                    return
         finally:
             for fut in futures:
                 fut.cancel()
+
+    def _interrupt(self, futures: dict, running: set, grace: float = 5.0) -> None:
+        for fut in running:
+            fut.cancel()
+        busy = [slot for slot in self.started if getattr(slot, "busy", False)]
+        for slot in busy:      # the kernel dies; its job ends as after a crash (and is not recorded)
+            try:
+                slot.request({"op": "signal", "signum": 9}, timeout=2)
+            except Exception:
+                pass
+        wait([f for f in running if not f.cancelled()], timeout=grace)
 
 
 class GradingError(RuntimeError):
@@ -121,10 +158,99 @@ class GradingError(RuntimeError):
 
 
 def load_config(root: Path) -> Config:
-    cfg = PyFileConfigLoader("nbgrader_config.py", path=str(root)).load_config() \
-        if (root / "nbgrader_config.py").exists() else Config()
-    cfg.CourseDirectory.root = str(root)
-    return cfg
+    """The configuration for a course root, loaded as nbgrader loads it (see ``config.py``)."""
+    from .config import load_config as load
+
+    return load(root, cwd=root)
+
+
+def submission_hash(folder: Path, big: int = 256 << 20) -> str:
+    """A hash of everything in a submitted folder: names, kinds, link targets and contents (files
+    over ``big`` bytes by size and modification time).  Links are never followed, nothing but a
+    regular file is opened (a FIFO would block), and the walk keeps its own stack (a tree deeper
+    than Python's recursion limit is hashed like any other)."""
+    h = hashlib.sha256()
+    stack = [Path(folder)]
+    while stack:
+        current = stack.pop()
+        try:
+            names = sorted(os.listdir(current))
+        except OSError as exc:
+            h.update(f"unlistable {exc.errno}".encode())
+            continue
+        for name in reversed(names):      # children pushed so they pop in name order
+            path = current / name
+            rel = os.fsencode(str(path.relative_to(folder)))
+            try:
+                st = os.lstat(path)
+            except OSError:
+                continue
+            if stat.S_ISDIR(st.st_mode):
+                h.update(b"D\0" + rel + b"\0")
+                stack.append(path)
+            elif stat.S_ISLNK(st.st_mode):
+                try:
+                    h.update(b"L\0" + rel + b"\0" + os.fsencode(os.readlink(path)) + b"\0")
+                except OSError:
+                    h.update(b"L\0" + rel + b"\0")
+            elif stat.S_ISREG(st.st_mode):
+                h.update(b"F\0" + rel + b"\0" + str(st.st_size).encode() + b"\0")
+                if st.st_size > big:
+                    h.update(str(st.st_mtime_ns).encode())
+                    continue
+                try:
+                    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+                except OSError as exc:
+                    h.update(f"unreadable {exc.errno}".encode())
+                    continue
+                with os.fdopen(fd, "rb", buffering=0) as f:
+                    if stat.S_ISREG(os.fstat(fd).st_mode):
+                        while chunk := f.read(1 << 20):
+                            h.update(chunk)
+            else:
+                h.update(b"O\0" + rel + b"\0")
+    return h.hexdigest()
+
+
+class GradingState:
+    """What the last complete grading of each student found, in a small JSON file in the course
+    (``<report_directory>/<assignment>/grading-state.json``): the submitted folder's hash, and
+    the flags, problems, timeouts and time the report shows for students not graded again.
+
+    It lives beside the report, not in the gradebook, because nbgrader's schema has no place
+    for it (and a PostgreSQL gradebook is shared by checkouts that each have their own
+    ``autograded/``).  A student counts as unchanged only when the hash matches *and* the
+    gradebook and ``autograded/`` still hold the results, so a lost file or a new gradebook
+    means grading again, never a skipped student.  Concurrent runs merge under a file lock."""
+
+    VERSION = 1
+
+    def __init__(self, path: Path):
+        self.path = path
+
+    def read(self) -> dict[str, dict]:
+        try:
+            data = json.loads(self.path.read_text())
+        except (OSError, ValueError):
+            return {}
+        if not isinstance(data, dict) or data.get("version") != self.VERSION:
+            return {}
+        students = data.get("students")
+        return students if isinstance(students, dict) else {}
+
+    def update(self, entries: dict[str, dict]) -> None:
+        import fcntl
+
+        if not entries:
+            return
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with open(self.path.with_name(self.path.name + ".lock"), "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            students = self.read()
+            students.update(entries)
+            tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}")
+            tmp.write_text(json.dumps({"version": self.VERSION, "students": students}, indent=1, sort_keys=True))
+            os.replace(tmp, self.path)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -222,28 +348,44 @@ class Grader:
 
     def __init__(self, root: Path, assignment: str, students: list[str] | None = None,
                  jobs: int | None = None, limits: Limits | None = None, scheduler: str | None = None,
-                 require_sandbox: bool = False, log: Callable[[str], None] = print,
-                 pool: SlotPool | None = None):
+                 require_sandbox: bool | None = None, log: Callable[[str], None] = print,
+                 pool: SlotPool | None = None, config: Config | None = None, only_changed: bool = False):
+        """Arguments left as None come from the configuration (``config``, else the course's as
+        nbgrader loads it): ``Execute.timeout`` and ``SandboxedExecute``'s limits, ``GradeOptions``.
+
+        ``only_changed``: grade only students whose submitted folder changed since their last
+        complete grading (students named in ``students`` are graded whatever their state)."""
         from nbgrader.coursedir import CourseDirectory
+
+        from . import config as configuration
 
         self.root = root.resolve()
         self.assignment = assignment
-        self.config = load_config(self.root)
+        self.config = config if config is not None else load_config(self.root)
+        self.options = configuration.GradeOptions(config=self.config)
         self.coursedir = CourseDirectory(config=self.config)
         self.coursedir.root = str(self.root)
         self.db_url = self.coursedir.db_url
-        self.limits = limits or Limits()
-        self.jobs = jobs or os.cpu_count() or 1
-        self.scheduler = scheduler
+        self.limits = limits or configuration.limits(self.config)
+        self.jobs = jobs or self.options.jobs or os.cpu_count() or 1
+        self.scheduler = scheduler if scheduler is not None else (self.options.scheduler or None)
         self.pool = pool
         self.log = log
-        self.require_sandbox = require_sandbox
+        self.require_sandbox = require_sandbox if require_sandbox is not None \
+            else configuration.require_sandbox(self.config)
+        self.only_changed = only_changed
+        self.named = list(students or [])
+        self.stopping = threading.Event()     # stop(): no new work; running kernels killed
+        self.interrupted: list[str] = []      # students left ungraded by stop()
+        self.unchanged: list[str] = []        # students left alone by only_changed
+        self.events: Callable[[str, int, int], None] | None = None   # (phase, done, total)
+        self.state = GradingState(self.report_dir / "grading-state.json")
         self._lists: dict[str, list[type]] = {}   # the configured preprocessor lists, read once
         # a real sandbox is started before anything is graded: bwrap on PATH is not enough
         problem = probe() if pool is None or pool.sandboxed else "the slot pool given runs without a sandbox"
         self.sandboxed = problem is None
         if not self.sandboxed:
-            if require_sandbox:
+            if self.require_sandbox:
                 raise GradingError(f"no sandbox and --require-sandbox was given: {problem}")
             log(f"WARNING: {problem}. {NO_SANDBOX}")
         else:
@@ -253,6 +395,15 @@ class Grader:
             if version is None:
                 log(f"WARNING: {sentence}: six processes of one submission may hold six times its memory.")
         self.students = students or self._find_students()
+
+    @property
+    def report_dir(self) -> Path:
+        return self.root / self.options.report_directory / self.assignment
+
+    def stop(self) -> None:
+        """End the run soon (a first Ctrl-C): nothing new starts, running kernels are killed, and
+        what finished before stays.  Safe to call from a signal handler."""
+        self.stopping.set()
 
     # -- course layout ---------------------------------------------------------------------------
     def _path(self, step: str, student: str = ".") -> Path:
@@ -271,12 +422,49 @@ class Grader:
     def _notebook_ids(self) -> list[str]:
         from nbgrader.api import MissingEntry
 
-        with self._gradebook() as gb:
-            try:
-                return [nb.name for nb in gb.find_assignment(self.assignment).notebooks]
-            except MissingEntry:
-                raise GradingError(f"assignment {self.assignment!r} is not in the gradebook: "
-                                   f"run `nbgrader generate_assignment {self.assignment}` first") from None
+        for attempt in range(2):
+            with self._gradebook() as gb:
+                try:
+                    names = [nb.name for nb in gb.find_assignment(self.assignment).notebooks]
+                except MissingEntry:
+                    names = []
+            if names or attempt:
+                break
+            self.add_assignment()
+        if not names:
+            raise GradingError(f"assignment {self.assignment!r} has no notebooks in the gradebook")
+        return names
+
+    def add_assignment(self) -> None:
+        """Put the assignment in the gradebook from ``solutions/``, as ``nbgrader generate_assignment``
+        does, without touching the committed ``exercises/`` (nbgrader itself would skip an
+        assignment whose release exists).  nbgrader runs on a copy, writing to this gradebook."""
+        from ..course.build import run_nbgrader
+
+        source = self._path(self.coursedir.source_directory)
+        if not source.is_dir():
+            raise GradingError(f"no assignment {self.assignment!r} in {self.coursedir.source_directory}/, so "
+                               f"nbgrader generate_assignment cannot add it to the gradebook")
+        self.log(f"adding {self.assignment} to the gradebook from {self.coursedir.source_directory}/ "
+                 f"(nbgrader generate_assignment)")
+        with tempfile.TemporaryDirectory(prefix="copy-that-release-") as tmp:
+            work = Path(tmp)
+            if (self.root / "nbgrader_config.py").is_file():
+                shutil.copy2(self.root / "nbgrader_config.py", work / "nbgrader_config.py")
+            shutil.copytree(source, work / self.coursedir.source_directory / self.assignment,
+                            ignore=shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__"))
+            done = run_nbgrader("generate_assignment", self.assignment, "--force",
+                                f"--CourseDirectory.root={work}", f"--CourseDirectory.db_url={self.db_url}",
+                                f"--CourseDirectory.course_id={self.coursedir.course_id}",
+                                f"--CourseDirectory.source_directory={self.coursedir.source_directory}",
+                                f"--CourseDirectory.release_directory={self.coursedir.release_directory}",
+                                cwd=work)
+            if done.returncode != 0:
+                raise GradingError(f"nbgrader generate_assignment {self.assignment} failed:\n"
+                                   f"{(done.stdout + done.stderr)[-3000:]}")
+            release = self._path(self.coursedir.release_directory)
+            if not release.exists():    # no committed release: nbgrader's own goes in its place
+                shutil.copytree(work / self.coursedir.release_directory / self.assignment, release)
 
     def _release(self, notebook: str) -> nbformat.NotebookNode:
         path = self._path(self.coursedir.release_directory) / f"{notebook}.ipynb"
@@ -393,10 +581,44 @@ class Grader:
 
         after_execute = [cls for cls in self._configured("autograde_preprocessors") if not issubclass(cls, Execute)]
         nb = nbformat.from_dict(outcome.nb)
+        graded_by_hand = self._graded_by_hand(outcome.student, outcome.notebook)
         nb, _ = self._run_preprocessors(after_execute, nb, self._resources(outcome.student, outcome.notebook))
+        if graded_by_hand:
+            self._keep_graded_by_hand(outcome.student, outcome.notebook, nb, graded_by_hand)
         staged = self._staged(outcome.student)
         write_files(staged, outcome.files)
         nbformat.write(nb, staged / f"{outcome.notebook}.ipynb")
+
+    # -- manual grades across a re-grade ---------------------------------------------------------
+    def _graded_by_hand(self, student: str, notebook: str) -> dict[str, tuple]:
+        """Cells a person has graded (a manual score, no longer "needs manual grade"), with the
+        source the person saw (the published ``autograded/`` notebook) and the auto score then."""
+        from nbgrader.api import MissingEntry
+
+        try:
+            with self._gradebook() as gb:
+                grades = gb.find_submission_notebook(notebook, self.assignment, student).grades
+                done = {g.name: g.auto_score for g in grades
+                        if g.manual_score is not None and not g.needs_manual_grade}
+        except MissingEntry:
+            return {}
+        if not done:
+            return {}
+        seen = _graded_sources(self._path(self.coursedir.autograded_directory, student) / f"{notebook}.ipynb")
+        return {gid: (seen[gid], auto) for gid, auto in done.items() if gid in seen}
+
+    def _keep_graded_by_hand(self, student: str, notebook: str, nb, before: dict[str, tuple]) -> None:
+        """nbgrader's SaveAutoGrades marks every cell with a manual score "needs manual grade" again;
+        where the graded cell is unchanged (same source, same auto score), the person's "graded"
+        stands.  The manual score itself is never touched."""
+        now = {role(c).grade_id: c.source for c in nb.cells if role(c).grade_id}
+        with self._gradebook() as gb:
+            for grade in gb.find_submission_notebook(notebook, self.assignment, student).grades:
+                if grade.name in before and grade.manual_score is not None:
+                    source, auto = before[grade.name]
+                    if now.get(grade.name) == source and grade.auto_score == auto:
+                        grade.needs_manual_grade = False
+            gb.db.commit()
 
 
     def record_missing(self, student: str, notebook: str) -> None:
@@ -408,13 +630,19 @@ class Grader:
             gb.db.commit()
 
     def totals(self, result: Result) -> None:
+        """The gradebook's scores: ``score`` the total (a manual grade where one was given, else
+        the auto score), ``auto_score`` the auto-graded points alone."""
         with self._gradebook() as gb:
             sub = gb.find_submission(self.assignment, result.student)
             result.max_score = float(sub.max_score)
-            result.score = float(sum(g.auto_score or 0 for nb in sub.notebooks for g in nb.grades))
+            result.score = float(sub.score or 0)
+            result.auto_score = float(sum(g.auto_score or 0 for nb in sub.notebooks for g in nb.grades))
 
     # -- the run -----------------------------------------------------------------------------------
     def run(self, progress: Callable[[Result], None] | None = None) -> list[Result]:
+        """Grade the students; a Result for each one graded (``unchanged`` and ``interrupted``
+        name the others).  ``progress`` is called as each student is done; ``events``, if set,
+        with (phase, done, total) for the "preparing" and "grading" phases."""
         import warnings
 
         from sqlalchemy.exc import SAWarning
@@ -422,79 +650,157 @@ class Grader:
         # nbgrader's gradebook API trips SQLAlchemy's autoflush warnings; they are about nbgrader
         warnings.filterwarnings("ignore", category=SAWarning)
         notebooks = self._notebook_ids()
-        results = {s: Result(s) for s in self.students}
+        self.started_at = time.monotonic()
+        self.unchanged, self.interrupted = [], []
+        hashes = self._hashes()
+        if self.only_changed:
+            self.unchanged = self._unchanged(hashes)
+        students = [s for s in self.students if s not in self.unchanged]
+        results = {s: Result(s, hash=hashes.get(s, "")) for s in students}
         self.staging = Path(tempfile.mkdtemp(prefix=f".copy-that-staging-{self.assignment}-", dir=self.root))
+        finished: list[Result] = []
         try:
-            return self._run(notebooks, results, progress)
+            return self._run(notebooks, students, results, progress, finished)
         finally:
             remove_trees(self.staging)   # what was not published: an interrupted or failed run
+            self._save_state(finished)
 
-    def _run(self, notebooks: list[str], results: dict[str, Result], progress) -> list[Result]:
+    def write_report(self, results: list[Result], wall_seconds: float | None = None,
+                     misconception_counts: Callable[[list], dict[str, int]] | None = None) -> Path:
+        """The run's report in ``<report_directory>/<assignment>/``: report.html, report.csv,
+        cells.csv (see ``report.py``).  ``misconception_counts(notebooks) -> {name: count}``, given
+        the autograded notebooks, adds a section of per-misconception counts."""
+        from .report import build_report, write_report
+
+        wall = wall_seconds if wall_seconds is not None else time.monotonic() - getattr(self, "started_at", time.monotonic())
+        return write_report(build_report(self, results, wall, misconception_counts), self.report_dir)
+
+    def _hashes(self) -> dict[str, str]:
+        out = {}
+        for student in self.students:
+            try:
+                out[student] = submission_hash(self._path(self.coursedir.submitted_directory, student))
+            except OSError:
+                out[student] = ""
+        return out
+
+    def _unchanged(self, hashes: dict[str, str]) -> list[str]:
+        """Students whose submitted folder hashes as at their last complete grading, whose grades
+        are still in the gradebook and whose results are still in ``autograded/``."""
+        state = self.state.read()
+        with self._gradebook() as gb:
+            try:
+                in_gradebook = {s.student.id for s in gb.find_assignment(self.assignment).submissions}
+            except Exception:
+                in_gradebook = set()
+        return [s for s in self.students
+                if s not in self.named and hashes.get(s) and isinstance(state.get(s), dict)
+                and state[s].get("hash") == hashes[s] and s in in_gradebook
+                and self._path(self.coursedir.autograded_directory, s).is_dir()]
+
+    def _save_state(self, finished: list[Result]) -> None:
+        from datetime import datetime, timezone
+
+        when = datetime.now(timezone.utc).isoformat(timespec="seconds")
+        entries = {r.student: {"hash": r.hash if not r.failed else "", "score": r.score, "auto_score": r.auto_score,
+                               "max_score": r.max_score, "flags": r.flags, "problems": r.problems,
+                               "timeouts": r.timeouts, "seconds": round(r.seconds, 3), "graded": r.graded,
+                               "failed": r.failed, "when": when}
+                   for r in finished}
+        try:
+            self.state.update(entries)
+        except OSError as exc:
+            self.log(f"could not save the grading state ({exc}): the next run grades these students again")
+
+    def _event(self, phase: str, done: int, total: int) -> None:
+        if self.events is not None:
+            self.events(phase, done, total)
+
+    def _run(self, notebooks: list[str], students: list[str], results: dict[str, Result], progress,
+             finished: list[Result]) -> list[Result]:
         pending: list[Job] = []
         failed: set[str] = set()         # students whose grading went wrong on the grader's side
-        for student in self.students:
+        opened: list[str] = []
+
+        def fail(student: str, text: str) -> None:
+            results[student].problems.append(text)
+            results[student].graded = False
+            results[student].failed = True
+            failed.add(student)
+
+        for i, student in enumerate(students):
+            if self.stopping.is_set():
+                break
+            self._event("preparing", i, len(students))
+            opened.append(student)
             try:
                 self.open_submission(student, results[student])
             except Exception as exc:
-                results[student].problems.append(f"could not open the submission: {type(exc).__name__}: {exc}")
-                results[student].graded = False
-                failed.add(student)
+                fail(student, f"could not open the submission: {type(exc).__name__}: {exc}")
                 continue
             for notebook in notebooks:
                 try:
                     job = self.prepare(student, notebook, results[student])
                 except Exception as exc:
-                    results[student].problems.append(f"could not prepare {notebook}: {type(exc).__name__}: {exc}")
-                    results[student].graded = False
-                    failed.add(student)
+                    fail(student, f"could not prepare {notebook}: {type(exc).__name__}: {exc}")
                     continue
                 if job is None:
                     results[student].problems.append(f"{notebook}.ipynb was not submitted (scored zero)")
                     self.record_missing(student, notebook)
                 else:
                     pending.append(job)
-        remaining = {s: sum(j.student == s for j in pending) for s in self.students}
+        self._event("preparing", len(opened), len(students))
+        if self.stopping.is_set():       # stopped while preparing: nothing of the unfinished is run
+            pending = []
+        remaining = {s: sum(j.student == s for j in pending) for s in opened}
 
         def done(student: str) -> None:
-            if remaining[student] == 0:
+            r = results[student]
+            if remaining[student] != 0:
+                return
+            try:
+                self.totals(r)
+            except Exception as exc:
+                if student not in failed:    # (one that failed to open may have no submission)
+                    fail(student, f"no totals: {exc}")
+            if student not in failed:
                 try:
-                    self.totals(results[student])
-                    if student not in failed:
-                        self.publish(student)
-                    if results[student].flags:    # the formgrader's "flagged" column
+                    self.publish(student)
+                    if r.flags:    # the formgrader's "flagged" column
                         for notebook in notebooks:
                             flag_in_gradebook(self.db_url, self.assignment, student, notebook)
                 except Exception as exc:
-                    results[student].problems.append(f"no totals: {exc}")
-                    results[student].graded = False
-                if progress:
-                    progress(results[student])
+                    fail(student, f"could not publish the results: {type(exc).__name__}: {exc}")
+            finished.append(r)
+            self._event("grading", len(finished), len(opened))
+            if progress:
+                progress(r)
 
-        for s in self.students:
-            if remaining[s] == 0 and s not in failed:
-                done(s)
-            elif remaining[s] == 0 and progress:
-                progress(results[s])
+        if not self.stopping.is_set():
+            for s in opened:
+                done(s)      # (only those with nothing to run: no notebook submitted, or failed)
         for job, outcome, error in self._execute_all(pending):
+            if self.stopping.is_set():
+                break                     # what ends after the stop is not recorded
             r = results[job.student]
             if error is not None:
-                r.problems.append(f"{job.notebook}: grading failed: {error}; earlier results kept")
-                r.graded = False
-                failed.add(job.student)
+                fail(job.student, f"{job.notebook}: grading failed: {error}; earlier results kept")
             else:
                 r.problems += [p for p in outcome.problems if p not in r.problems]
                 r.flags += [f for f in outcome.flags if f not in r.flags]
+                r.seconds += outcome.seconds
+                r.timeouts += _timeouts(outcome)
                 if outcome.peak_memory is not None:
                     r.peak_memory = max(r.peak_memory or 0, outcome.peak_memory)
                 try:
                     self.record(outcome)
                 except Exception as exc:
-                    r.problems.append(f"{job.notebook}: could not record grades: {type(exc).__name__}: {exc}")
-                    r.graded = False
-                    failed.add(job.student)
+                    fail(job.student, f"{job.notebook}: could not record grades: {type(exc).__name__}: {exc}")
             remaining[job.student] -= 1
             done(job.student)
-        return [results[s] for s in self.students]
+        done_names = {r.student for r in finished}
+        self.interrupted = [s for s in students if s not in done_names]
+        return [results[s] for s in students if s in done_names]
 
     def _execute_all(self, pending: list[Job]):
         if not pending:
@@ -503,10 +809,10 @@ class Grader:
             yield from self._execute_dask(pending)
             return
         if self.pool is not None:
-            yield from self.pool.map(pending)
+            yield from self.pool.map(pending, self.stopping)
             return
         with SlotPool(max(1, min(self.jobs, len(pending))), self.sandboxed) as pool:
-            yield from pool.map(pending)
+            yield from pool.map(pending, self.stopping)
 
     def _execute_dask(self, pending: list[Job]):
         from distributed import Client, as_completed as dask_completed
@@ -516,4 +822,24 @@ class Grader:
         with Client(self.scheduler, timeout=30) as client:
             futures = {client.submit(run_job, job, pure=False, key=f"grade-{job.student}-{job.notebook}"): job
                        for job in pending}
-            yield from _as_results(futures, dask_completed(futures))
+            for item in _as_results(futures, dask_completed(futures)):
+                yield item
+                if self.stopping.is_set():
+                    client.cancel(list(futures))
+                    return
+
+
+def _timeouts(outcome: Outcome) -> int:
+    """Cells stopped at the cell limit, and the notebook if it was stopped at its own."""
+    cells = sum(o.get("ename") == "CellTimeout" for c in outcome.nb.get("cells", [])
+                for o in c.get("outputs", []) if o.get("output_type") == "error")
+    return cells + any("ran past its" in p for p in outcome.problems)
+
+
+def _graded_sources(path: Path) -> dict[str, str]:
+    """grade_id -> source of the graded cells in a notebook the grader wrote (empty if none)."""
+    try:
+        nb = nbformat.read(path, as_version=4)
+    except Exception:
+        return {}
+    return {role(c).grade_id: c.source for c in nb.cells if role(c).grade_id}
