@@ -1,0 +1,314 @@
+"""A class's grading as an instructor runs it (issue 11): the README's commands typed on a fresh
+copy of the course, one gradebook named in the user's Jupyter config folder, the report, re-grades
+of what changed that keep manual grades, a first Ctrl-C, the Canvas export.
+
+One course serves the module: its first grading is the README's own commands, so every later
+test reads what they left (a few seconds of grading in all)."""
+from __future__ import annotations
+
+import csv
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from types import SimpleNamespace
+
+import nbformat
+import pytest
+
+from autograder.grading.sandbox import bwrap_path
+from harness import ROOT, submission, submit
+
+SANDBOX = pytest.mark.skipif(bwrap_path() is None and not os.environ.get("CI"),
+                             reason="bubblewrap is not installed (make test-deps installs it as root)")
+HOSTILE = "=1+1<b>x"       # a student id that is HTML and a spreadsheet formula
+PAYLOAD = "<img src=x onerror=alert(1)>"
+MARK = "<!-- instructor-commands -->"
+
+
+def readme_commands() -> list[str]:
+    """The README's first instructor commands, line by line, as a user would type them."""
+    text = (ROOT / "README.md").read_text()
+    assert MARK in text, "the README lost its instructor-commands block"
+    block = text.split(MARK, 1)[1].split("```bash\n", 1)[1].split("```", 1)[0]
+    return [line for line in block.splitlines() if line.strip()]
+
+
+def venv_in(course: Path) -> None:
+    """``course/.venv``: the course's environment, laid out as ``python -m venv`` makes one (its
+    ``bin/python`` a link to the base interpreter), sharing the checkout's packages.  A link to the
+    whole ``.venv`` would not do: the sandbox shows the environment by its resolved path only."""
+    venv, real = course / ".venv", ROOT / ".venv"
+    (venv / "bin").mkdir(parents=True)
+    shutil.copy2(real / "pyvenv.cfg", venv / "pyvenv.cfg")
+    for name in ("lib", "etc", "share", "include"):
+        if (real / name).exists():
+            (venv / name).symlink_to(real / name)
+    for exe in (real / "bin").iterdir():
+        target = Path(os.path.realpath(exe)) if exe.name.startswith("python") else exe
+        (venv / "bin" / exe.name).symlink_to(target)
+
+
+def run_as_typed(line: str, cwd: Path, env: dict) -> subprocess.CompletedProcess:
+    return subprocess.run(["bash", "-c", line], cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
+
+
+@pytest.fixture(scope="module")
+def flow(tmp_path_factory):
+    """A fresh copy of the course (no gradebook: exercises/ committed, nothing generated), a user
+    config folder naming a gradebook outside it, four submissions, then the README's commands."""
+    base = tmp_path_factory.mktemp("flow")
+    course = base / "course"
+    course.mkdir()
+    shutil.copy2(ROOT / "nbgrader_config.py", course / "nbgrader_config.py")
+    for folder in ("solutions", "exercises"):
+        shutil.copytree(ROOT / folder, course / folder, ignore=shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__"))
+    venv_in(course)
+    jupyter = base / "jupyter"
+    jupyter.mkdir()
+    db = base / "shared" / "gradebook.db"
+    db.parent.mkdir()
+    (jupyter / "nbgrader_config.py").write_text(f"c = get_config()\nc.CourseDirectory.db_url = 'sqlite:///{db}'\n")
+    env = dict(os.environ, JUPYTER_CONFIG_DIR=str(jupyter))
+    submit(course, "a1_views", "alice", submission("a1_views"))
+    submit(course, "a1_views", "bob", b"")
+    submit(course, "a1_views", "dave", submission("a1_views"))
+    submit(course, "a1_views", HOSTILE, submission("a1_views", {
+        "shares_memory": f"def shares_memory(a, b):\n    raise ValueError({PAYLOAD!r})\n"}))
+    runs = [(line, run_as_typed(line, course, env)) for line in readme_commands()]
+    return SimpleNamespace(course=course, env=env, db=db, jupyter=jupyter, runs=runs)
+
+
+def grading_runs(flow) -> list[subprocess.CompletedProcess]:
+    return [proc for line, proc in flow.runs if " grade " in line]
+
+
+def scores(db: Path, student: str) -> dict:
+    from nbgrader.api import Gradebook
+
+    with Gradebook(f"sqlite:///{db}") as gb:
+        return {g.name: (g.auto_score, g.manual_score, g.needs_manual_grade)
+                for g in gb.find_submission_notebook("a1_views", "a1_views", student).grades}
+
+
+@SANDBOX
+def test_the_readme_commands_work_as_typed_on_a_fresh_copy(flow):
+    assert len(flow.runs) >= 5 and sum(" grade " in line for line, _ in flow.runs) == 2
+    for line, proc in flow.runs:
+        assert proc.returncode == 0, f"{line}\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
+    first = grading_runs(flow)[0]
+    assert "adding a1_views to the gradebook from solutions/" in first.stdout + first.stderr
+    assert (flow.course / "feedback" / "alice" / "a1_views" / "a1_views.html").is_file()
+    assert (flow.course / "grades.csv").is_file() and (flow.course / "canvas.csv").is_file()
+
+
+@SANDBOX
+def test_grade_feedback_export_and_nbgrader_use_the_gradebook_of_the_user_config(flow):
+    assert not (flow.course / "gradebook.db").exists(), "something wrote a second gradebook in the course folder"
+    assert sum(v[0] or 0 for v in scores(flow.db, "alice").values()) == 13.0       # grade wrote it
+    page = (flow.course / "feedback" / "alice" / "a1_views" / "a1_views.html").read_text()
+    assert "a1_views (Score: 13.0 / 15.0)" in page                                # feedback read it
+    rows = list(csv.DictReader((flow.course / "grades.csv").open()))
+    assert {r["student_id"]: float(r["score"]) for r in rows}["alice"] == 13.0    # export read it
+    plain = subprocess.run([sys.executable, "-m", "nbgrader", "export", "--to=plain.csv"], cwd=flow.course,
+                           env=dict(flow.env, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"),
+                           capture_output=True, text=True, timeout=300)
+    assert plain.returncode == 0, plain.stderr[-2000:]
+    rows = list(csv.DictReader((flow.course / "plain.csv").open()))                # and nbgrader itself
+    assert {r["student_id"]: float(r["score"]) for r in rows} == {"alice": 13.0, "bob": 0.0, "dave": 13.0,
+                                                                 HOSTILE: 10.0}
+    assert not (flow.course / "gradebook.db").exists()
+
+
+@SANDBOX
+def test_a_run_ends_with_its_counts_and_a_broken_notebook_does_not_fail_it(flow):
+    first, second = grading_runs(flow)
+    lines = [line for line in first.stdout.splitlines() if line.strip()]
+    counts = " ".join(" ".join(lines[-2:]).split())
+    assert re.search(r"a1_views: 4 submissions: 4 graded, 0 unchanged, 1 broken, 0 failed, 0 flagged; "
+                     r"mean 9\.00, median 11\.5 of 15; [\d.]+ s$", counts), first.stdout
+    assert "bob" in first.stdout and "is empty" in first.stdout
+    assert not re.search(r"^alice\b", first.stdout, re.M), "a student with nothing to report got a row"
+    # no terminal here: progress comes as log lines, the preparation included
+    assert re.search(r"^\[00:\d\d\] a1_views: preparing \d/4$", first.stdout, re.M), first.stdout
+    assert re.search(r"^\[00:\d\d\] a1_views: grading 4/4$", first.stdout, re.M), first.stdout
+    assert "0 graded, 4 unchanged" in " ".join(second.stdout.split()), second.stdout
+
+
+@SANDBOX
+def test_the_report_covers_students_and_cells_and_escapes_what_students_wrote(flow):
+    folder = flow.course / "reports" / "a1_views"
+    page = (folder / "report.html").read_text()
+    assert PAYLOAD not in page and "<b>x" not in page and "<script" not in page.lower()
+    assert "&lt;img src=x onerror=alert(1)&gt;" in page and "=1+1&lt;b&gt;x" in page
+    assert 'content="default-src \'none\'; img-src data:' in page
+    assert "data:image/png;base64,iVBOR" in page, "the histogram is an inline PNG"
+    assert not re.search(r"""(src|href)=["']?(https?:)?//""", page), "the report fetches nothing"
+    rows = {r["student"]: r for r in csv.DictReader((folder / "report.csv").open())}
+    assert rows["alice"]["score"] == "13" and rows["alice"]["status"] == "unchanged"
+    assert rows["bob"]["status"] == "broken submission" and "is empty" in rows["bob"]["problems"]
+    assert "'" + HOSTILE in rows, "a student id that is a formula stays text in the CSV"
+    cells = {r["cell"]: r for r in csv.DictReader((folder / "cells.csv").open())}
+    assert cells["test_shares_memory"]["passed"] == "2" and cells["test_shares_memory"]["students"] == "4"
+    # one each (bob's blank release, the hostile answer): the first in name order wins the tie
+    assert cells["test_shares_memory"]["most_common_diagnosis"] == f"ValueError: shares_memory() raised ValueError: {PAYLOAD}"
+    assert cells["test_predictions"]["most_common_diagnosis"].startswith("NotImplementedError: no predictions yet")
+    assert cells["test_add_one_"]["pass_rate"] == "0.75"
+    assert "ValueError: " + PAYLOAD not in page
+
+
+@SANDBOX
+def test_canvas_csv_has_canvas_columns_and_maps_ids(flow):
+    from nbgrader.api import Gradebook
+
+    from autograder.grading.report import CanvasExportPlugin
+
+    rows = list(csv.reader((flow.course / "canvas.csv").open()))
+    assert rows[0] == ["Student", "ID", "SIS User ID", "SIS Login ID", "Section", "a1_views"]
+    assert rows[1][0] == "Points Possible" and rows[1][5] == "15"
+    by_login = {r[3]: r for r in rows[2:]}
+    assert by_login["alice"][5] == "13" and by_login["bob"][5] == "0"
+    out = flow.course / "canvas-ids.csv"
+    with Gradebook(f"sqlite:///{flow.db}") as gb:
+        gb.update_or_create_student("alice", first_name="Alice", last_name="Liddell", lms_user_id="12345")
+        gb.update_or_create_student("erin")            # in the class, nothing submitted
+        CanvasExportPlugin(to=str(out), student_id_column="SIS User ID",
+                           assignment_columns={"a1_views": "A1: views (777)"}).export(gb)
+    rows = list(csv.reader(out.open()))
+    assert rows[0][5] == "A1: views (777)"
+    by_sis = {r[2]: r for r in rows[2:]}
+    assert by_sis["alice"][:4] == ["Liddell, Alice", "12345", "alice", ""]
+    assert by_sis["erin"][5] == "", "no submission: blank, so the import changes nothing"
+
+
+@SANDBOX
+def test_regrades_pick_changed_submissions_and_keep_manual_grades_of_unchanged_cells(flow, monkeypatch):
+    from nbgrader.api import Gradebook
+
+    from autograder.grading.config import load_config
+    from autograder.grading.runner import Grader
+
+    monkeypatch.setenv("JUPYTER_CONFIG_DIR", str(flow.jupyter))
+    with Gradebook(f"sqlite:///{flow.db}") as gb:
+        for student in ("alice", "dave"):
+            [grade] = [g for g in gb.find_submission_notebook("a1_views", "a1_views", student).grades
+                       if g.name == "why_not_id"]
+            assert grade.needs_manual_grade
+            grade.manual_score, grade.needs_manual_grade = 2.0, False    # a person graded the written answer
+        gb.db.commit()
+    path = flow.course / "submitted" / "dave" / "a1_views" / "a1_views.ipynb"
+    nb = nbformat.read(path, as_version=4)
+    [answer] = [c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "why_not_id"]
+    answer.source += "\n\nOn second thought, a different answer."
+    nbformat.write(nb, path)
+
+    grader = Grader(flow.course, "a1_views", config=load_config(flow.course, cwd=flow.course),
+                    only_changed=True, log=lambda m: None)
+    assert grader.db_url == f"sqlite:///{flow.db}"
+    assert grader._unchanged(grader._hashes()) == sorted(["alice", "bob", HOSTILE]), "only dave changed"
+
+    forced = Grader(flow.course, "a1_views", students=["alice", "dave"], config=grader.config, only_changed=True,
+                    log=lambda m: None)
+    results = {r.student: r for r in forced.run()}    # named students are graded, changed or not
+    assert (results["alice"].score, results["alice"].auto_score) == (15.0, 13.0), "the total counts the manual grade"
+    assert scores(flow.db, "alice")["why_not_id"] == (None, 2.0, False), "unchanged answer: still graded"
+    assert scores(flow.db, "dave")["why_not_id"] == (None, 2.0, True), "changed answer: to be graded again"
+    # the report's hook for per-misconception counts, given the autograded notebooks
+    page = forced.write_report(list(results.values()),
+                               misconception_counts=lambda nbs: {"<b>id() is storage</b>": len(nbs)}).read_text()
+    assert "&lt;b&gt;id() is storage&lt;/b&gt;" in page and "<b>id()" not in page
+
+
+@SANDBOX
+def test_the_first_ctrl_c_stops_within_seconds_and_keeps_what_finished(flow):
+    from harness import reference_answers
+
+    submit(flow.course, "a1_views", "aaa-quick", submission("a1_views"))
+    slow = reference_answers("a1_views")["count_storages"] + "\nimport time\ntime.sleep(120)\n"
+    submit(flow.course, "a1_views", "zzz-slow", submission("a1_views", {"count_storages": slow}))
+    proc = subprocess.Popen([sys.executable, "-m", "autograder", "grade", "a1_views", "--jobs", "1",
+                             "--student", "aaa-quick", "--student", "zzz-slow"], cwd=flow.course, env=flow.env,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    seen = []
+    try:
+        for line in proc.stdout:
+            seen.append(line)
+            if "grading 1/2" in line:
+                break
+        time.sleep(2)                      # zzz-slow's kernel is asleep in its cell now
+        sent = time.monotonic()
+        proc.send_signal(signal.SIGINT)
+        rest, _ = proc.communicate(timeout=60)
+        took = time.monotonic() - sent
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    out = "".join(seen) + rest
+    assert took < 10, f"took {took:.1f} s to stop\n{out}"
+    assert proc.returncode == 130, out
+    assert "not graded: zzz-slow" in out and "stopping" in out
+    assert sum(v[0] or 0 for v in scores(flow.db, "aaa-quick").values()) == 13.0
+    assert (flow.course / "autograded" / "aaa-quick" / "a1_views" / "a1_views.ipynb").is_file()
+    assert not (flow.course / "autograded" / "zzz-slow").exists()
+    assert not list(flow.course.glob(".copy-that-staging-*"))
+
+
+def test_grade_reads_its_options_as_nbgrader_does_and_flags_override_them(tmp_path, monkeypatch):
+    """No grading: the configuration alone, against nbgrader's own application's."""
+    from nbgrader.apps.autogradeapp import AutogradeApp
+
+    from autograder.cli import _grading_config, build_parser
+    from autograder.grading.config import GradeOptions, limits, load_config
+
+    course = tmp_path / "course"
+    (course / "solutions").mkdir(parents=True)
+    shutil.copy2(ROOT / "nbgrader_config.py", course / "nbgrader_config.py")
+    jupyter = tmp_path / "jupyter"
+    jupyter.mkdir()
+    (jupyter / "nbgrader_config.py").write_text(
+        "c = get_config()\nc.CourseDirectory.db_url = 'sqlite:////nowhere/gb.db'\nc.Execute.timeout = 7\n"
+        "c.SandboxedExecute.notebook_timeout = 123\nc.GradeOptions.jobs = 3\n")
+    monkeypatch.setenv("JUPYTER_CONFIG_DIR", str(jupyter))
+    monkeypatch.chdir(course)
+    cfg = load_config(course)
+    app = AutogradeApp()
+    app.initialize([])
+    for section, trait in (("Execute", "timeout"), ("CourseDirectory", "db_url"),
+                           ("SandboxedExecute", "notebook_timeout"), ("CourseDirectory", "course_id")):
+        assert cfg[section][trait] == app.config[section][trait], (section, trait)
+    got = limits(cfg)
+    assert (got.cell_timeout, got.notebook_timeout) == (60, 123), "the course's Execute.timeout wins, as in nbgrader"
+    assert GradeOptions(config=cfg).jobs == 3
+    args = build_parser().parse_args(["grade", "a1_views", "--cell-timeout", "5", "--memory", "1G", "--jobs", "2"])
+    root, cfg = _grading_config(args)
+    got = limits(cfg)
+    assert root == course.resolve() and (got.cell_timeout, got.memory_bytes) == (5, 1 << 30)
+    assert cfg.Execute.timeout == 5 and GradeOptions(config=cfg).jobs == 2
+
+
+def test_the_report_escapes_everything_a_student_controls():
+    from autograder.grading.report import CellRow, Report, StudentRow, render_html
+
+    evil = "</td><script>alert(1)</script>"
+    report = Report("a1_views", [StudentRow(evil, "graded", 1.0, 1.0, 2.0, [f"cell with unknown grade id {evil!r}"],
+                                            [evil], 1, 0.5)],
+                    [CellRow("a1_views", "test_x", 1.0, 1, 0, evil, 1)], {"submissions": 1}, 1.0, 1.0, 2.0, 3.0,
+                    {evil: 1})
+    page = render_html(report)
+    assert "<script>" not in page and "</td><script>" not in page
+    assert page.count("&lt;script&gt;alert(1)&lt;/script&gt;") == 5
+    assert 'src="data:image/png;base64,' in page
+
+
+def test_the_report_csv_keeps_formulas_as_text(tmp_path):
+    from autograder.grading.report import Report, StudentRow, write_csv
+
+    report = Report("a1", [StudentRow("=HYPERLINK(\"http://x\")", "graded", 1.0, 1.0, 2.0, [], ["@SUM(A1)"], 0, 0.5)],
+                    [], {}, None, None, None, 0.0)
+    students, _ = write_csv(report, tmp_path)
+    [row] = list(csv.DictReader(students.open()))
+    assert row["student"] == "'=HYPERLINK(\"http://x\")" and row["problems"] == "'@SUM(A1)" and row["score"] == "1"
