@@ -43,6 +43,20 @@ def test_a_failed_check_shows_in_a_notebook_as_its_diagnosis_alone():
     assert [re.sub(r"\x1b\[[0-9;]*m", "", line) for line in shown[-1]][-1] == "  hint: one entry per epoch."
 
 
+def test_predictions_not_started_show_one_line_and_still_read_as_not_implemented():
+    from IPython.core.interactiveshell import InteractiveShell
+
+    shell = InteractiveShell.instance()
+    shown: list[list[str]] = []
+    shell._showtraceback = lambda etype, evalue, stb: shown.append(stb)
+    shell.run_cell("from autograder.kernel import checks as ck\n"
+                   "ck.check_predictions({'q1': '?'}, key={'q1': '0'}, why={}, salt='s')")
+    assert len(shown[-1]) == 1 and "NotImplementedError" in shown[-1][0] and "no predictions yet" in shown[-1][0]
+    with pytest.raises(NotImplementedError) as info:
+        ck.check_predictions({"q1": "?"}, key={"q1": "0"}, why={}, salt="s")
+    assert type(info.value).__name__ == "NotImplementedError"
+
+
 def test_storage_ptr_is_equal_for_views_at_offsets_and_differs_for_copies():
     a = torch.arange(12.0).reshape(3, 4)
     assert a[2].data_ptr() != a.data_ptr()

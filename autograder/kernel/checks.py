@@ -106,6 +106,16 @@ class CheckFailed(AssertionError):
         return lines
 
 
+class _NotStarted(NotImplementedError):
+    """An exercise still as handed out; in a notebook it shows as its one line, not a traceback."""
+
+    def _render_traceback_(self) -> list[str]:
+        return [f"\x1b[31mNotImplementedError\x1b[0m: {self}"]
+
+
+_NotStarted.__name__ = _NotStarted.__qualname__ = "NotImplementedError"  # what check and nbgrader read
+
+
 def _fail(observed: str, expected: str, hint: str | None = None) -> None:
     __tracebackhide__ = True  # IPython shows the test's line, not this helper's
     misconception, text = _split_tag(hint)
@@ -369,7 +379,7 @@ def check_predictions(answers: Any, key: dict[str, str], why: dict[str, dict[str
         return _sha256((salt + q + ":" + text).encode("utf-8")).hexdigest()
 
     if all(blank(letter(answers.get(q))) for q in key):
-        raise NotImplementedError('no predictions yet: replace each "?" in PREDICTIONS with the letter you predict')
+        raise _NotStarted('no predictions yet: replace each "?" in PREDICTIONS with the letter you predict')
     for q, right in key.items():
         given = letter(answers.get(q))
         if blank(given):
