@@ -6,7 +6,7 @@ notebooks are never touched) and drives Debian's Chromium, headless, with Playwr
 - a learner opens the start notebook and a lecture, runs all cells, and sees the memory diagram
   and the torchviz graph rendered as pictures, with no cell in error;
 - a learner types a wrong answer into an exercise, runs it, and reads the diagnostic of the
-  failing test;
+  failing test: the misconception behind it and the lecture heading that refutes it;
 - an instructor opens nbgrader's formgrader.
 
 Screenshots go to ``$COPY_THAT_SCREENSHOTS`` (or a temporary folder, printed in the test output).
@@ -311,8 +311,10 @@ def test_learner_runs_the_start_notebook_and_a_lecture_and_sees_the_pictures(pag
 
 def test_learner_runs_an_exercise_and_reads_the_diagnostic_of_a_failing_test(page, lab, shots):
     from answers import a1_views as corpus
+    from autograder.kernel.misconceptions import BY_ID
 
-    wrong = next(a for a in corpus.WRONG if a.message)
+    wrong = next(a for a in corpus.WRONG if a.cell == "shares_memory" and "`is`" in a.why)
+    misconception = BY_ID["M-id-is-memory"]
     rel = f"{RELEASE_DIR}/{EXERCISE}/{EXERCISE}.ipynb"
     nb = nbformat.read(lab[2] / rel, as_version=4)
     index = {role(c).grade_id: i for i, c in enumerate(nb.cells) if role(c).grade_id}
@@ -333,13 +335,19 @@ def test_learner_runs_an_exercise_and_reads_the_diagnostic_of_a_failing_test(pag
     page.wait_for_selector(f'{PANEL} .jp-Notebook-ExecutionIndicator[data-status="idle"]')
     shown = test.locator(".jp-OutputArea-output").all_inner_texts()
     text = "\n".join(shown)
-    assert wrong.message in text, f"the failing test should say {wrong.message!r}; it shows:\n{text[:2000]}"
+    assert "shares_memory(a, a.detach()) is False" in text, f"the failing test shows:\n{text[:2000]}"
+    # the misconception behind the mistake, and the lecture heading that refutes it
+    assert f"misconception {misconception.id}: {misconception.myth}" in text, text[:2000]
+    assert f"read again: {misconception.link}" in text, text[:2000]
     # the diagnosis alone, a few lines: no traceback, no test source, no frame of checks.py
     assert "Traceback" not in text and "checks.py" not in text and "ck.check" not in text, text[:2000]
     assert text.lstrip().startswith("\u2717") and "expected:" in text, text[:2000]
-    assert len([line for line in text.splitlines() if line.strip()]) <= 4, text[:2000]
+    assert len([line for line in text.splitlines() if line.strip()]) <= 5, text[:2000]
     assert test.locator('.jp-OutputArea-output[data-mime-type="application/vnd.jupyter.stderr"]').count() == 1
-    screenshot(page, shots / "4_exercise_failing_test_diagnostic.png", answer)  # the answer, then its failing test
+    # the failing test with its diagnosis, down to the misconception's link
+    screenshot(page, shots / "4_exercise_failing_test_diagnostic.png", test)
+    out = test.locator(".jp-OutputArea-output").first.bounding_box()
+    assert out and out["y"] + out["height"] <= page.viewport_size["height"], "the diagnosis is cut off in the screenshot"
 
 
 def test_instructor_opens_the_formgrader(page, instructor_lab, shots):
