@@ -7,5 +7,11 @@ c = get_config()  # noqa: F821
 
 c.CourseDirectory.root = "/home/grader-copy-that/copy-that"
 
-# Several graders may autograde at once: PostgreSQL instead of the default SQLite file.
+# Several graders may autograde at once: PostgreSQL instead of the default SQLite file.  Set here,
+# it is the one gradebook of nbgrader, the formgrader and `python -m autograder grade`,
+# `feedback` and `export` alike (they read this file as nbgrader does).
 # c.CourseDirectory.db_url = "postgresql://grader:secret@localhost/copy_that"
+
+# Options of `grade` can live here too (a flag on the command line overrides them):
+# c.GradeOptions.jobs = 8                      # submissions graded at once
+# c.SandboxedExecute.require_sandbox = True    # never grade without bubblewrap

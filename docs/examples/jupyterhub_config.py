@@ -7,10 +7,15 @@ authentication and spawner settings are the hub's own.
 """
 c = get_config()  # noqa: F821
 
+from pathlib import Path
+
 COURSE = "copy-that"
 GRADER = f"grader-{COURSE}"
 INSTRUCTORS = ["instructor1", "instructor2"]
-STUDENTS = ["student1", "student2"]
+# The class list, one hub user name per line (150 students: nobody types them here).  The hub
+# reads it at start; after editing it, restart the hub (or use the REST loop in docs/jupyterhub.md).
+ROSTER = Path("/srv/jupyterhub/students.txt")
+STUDENTS = ROSTER.read_text().split() if ROSTER.is_file() else ["student1", "student2"]
 
 c.Authenticator.allowed_users = set(INSTRUCTORS + STUDENTS)
 
