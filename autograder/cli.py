@@ -319,7 +319,11 @@ def cmd_grade(args: argparse.Namespace) -> int:
         signal.signal(signal.SIGINT, previous)
     wall = time.monotonic() - start
     try:
-        page = grader.write_report(results, wall)
+        from .grading.misconception_counts import misconception_counts
+    except ImportError:        # the report leaves its misconceptions section out
+        misconception_counts = None
+    try:
+        page = grader.write_report(results, wall, misconception_counts=misconception_counts)
     except Exception as exc:   # the grades are in the gradebook whatever happens to the report
         page = None
         console.print(f"[red]could not write the report: {type(exc).__name__}: {_plain(exc)}[/]")

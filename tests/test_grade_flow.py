@@ -147,6 +147,7 @@ def test_the_report_covers_students_and_cells_and_escapes_what_students_wrote(fl
     assert "&lt;img src=x onerror=alert(1)&gt;" in page and "=1+1&lt;b&gt;x" in page
     assert 'content="default-src \'none\'; img-src data:' in page
     assert "data:image/png;base64,iVBOR" in page, "the histogram is an inline PNG"
+    assert "<h2>Misconceptions</h2>" in page, "grade passes misconception_counts to the report"
     assert not re.search(r"""(src|href)=["']?(https?:)?//""", page), "the report fetches nothing"
     rows = {r["student"]: r for r in csv.DictReader((folder / "report.csv").open())}
     assert rows["alice"]["score"] == "13" and rows["alice"]["status"] == "unchanged"
@@ -312,3 +313,26 @@ def test_the_report_csv_keeps_formulas_as_text(tmp_path):
     students, _ = write_csv(report, tmp_path)
     [row] = list(csv.DictReader(students.open()))
     assert row["student"] == "'=HYPERLINK(\"http://x\")" and row["problems"] == "'@SUM(A1)" and row["score"] == "1"
+
+
+def test_the_hub_guide_covers_what_a_new_instructor_hits(tmp_path, monkeypatch):
+    """docs/jupyterhub.md: installing jupyterhub-singleuser, a root hub, user namespaces with what
+    doctor really prints, a shared exchange on Kubernetes and TLJH, sizing, a class list in a loop."""
+    import autograder.grading.sandbox as sandbox
+    from autograder.cli import grading_findings
+
+    guide = " ".join((ROOT / "docs" / "jupyterhub.md").read_text().split())
+    fake = tmp_path / "bwrap"
+    fake.write_text("#!/bin/sh\necho 'bwrap: setting up uid map: Permission denied' >&2\nexit 1\n")
+    fake.chmod(0o755)
+    monkeypatch.setattr(sandbox, "bwrap_path", lambda: str(fake))
+    [finding] = [f for f in grading_findings() if not f.ok]
+    for words in (finding.name, "bubblewrap cannot make a sandbox here: bwrap: setting", "up uid map: Permission denied",
+                  finding.fix.split("(")[0].strip().split(" unsandboxed")[0]):
+        assert words in guide, words
+    for needed in ('pip install "jupyterhub==$(jupyterhub --version)"', "which jupyterhub-singleuser",
+                   "The hub runs as root", "kernel.apparmor_restrict_unprivileged_userns", "userns,",
+                   "seccomp=unconfined", "ReadWriteMany", "mountPath: /srv/nbgrader/exchange",
+                   "The Littlest JupyterHub", "294 MiB", "264 MB", "for user in $(tail -n +2 students.csv",
+                   "/groups/nbgrader-copy-that/users", "nbgrader db student import students.csv"):
+        assert needed in guide, needed
