@@ -193,11 +193,12 @@ def _grading_config(args: argparse.Namespace):
     return root, load_config(root, overrides)
 
 
-def _plain(text: str, limit: int = 300) -> str:
-    """Student-controlled text made safe for the terminal: no control characters, no markup."""
+def _plain(text: str, limit: int = 300, newlines: bool = False) -> str:
+    """Text made safe for the terminal: no control characters (no line breaks either, unless
+    ``newlines``: a student's text cannot print a line of its own), no rich markup."""
     from rich.markup import escape
 
-    text = "".join(ch if ch.isprintable() else "?" for ch in str(text))
+    text = "".join(ch if ch.isprintable() or (newlines and ch == "\n") else "?" for ch in str(text))
     return escape(text[:limit] + ("…" if len(text) > limit else ""))
 
 
@@ -254,7 +255,7 @@ class _ProgressReport:
     def _tick(self) -> None:
         import time
 
-        while not self.finished.wait(1.0):
+        while not self.finished.wait(min(1.0, self.every / 4)):
             with self.lock:
                 if time.monotonic() - self.last >= self.every and self.total:
                     self._line()
@@ -283,9 +284,9 @@ def cmd_grade(args: argparse.Namespace) -> int:
         root, cfg = _grading_config(args)
         options = GradeOptions(config=cfg)
         grader = Grader(root, args.assignment, students=args.student or None, config=cfg,
-                        only_changed=not options.force, log=lambda m: console.print(f"[bold red]{_plain(m, 4000)}[/]"))
+                        only_changed=not options.force, log=lambda m: console.print(f"[bold red]{_plain(m, 4000, True)}[/]"))
     except (GradingError, FileNotFoundError) as exc:
-        console.print(f"[red]{_plain(exc, 4000)}[/]")
+        console.print(f"[red]{_plain(exc, 4000, True)}[/]")
         return 2
     source = grader.root / grader.coursedir.source_directory
     known = sorted(p.name for p in source.iterdir() if p.is_dir()) if source.is_dir() else []
@@ -313,7 +314,7 @@ def cmd_grade(args: argparse.Namespace) -> int:
             grader.events = report.event
             results = grader.run()
     except GradingError as exc:
-        console.print(f"[red]{_plain(exc, 4000)}[/]")
+        console.print(f"[red]{_plain(exc, 4000, True)}[/]")
         return 2
     finally:
         signal.signal(signal.SIGINT, previous)
@@ -338,22 +339,22 @@ def _summary(assignment: str, grader, results, wall: float, page) -> int:
     for r in attention[:20]:
         what = "; ".join([*(f"flag: {f}" for f in r.flags), *r.problems])
         colour = "red" if not r.graded else "yellow"
-        console.print(f"[{colour}]{_plain(r.student, 80)}[/] {r.score:g}/{r.max_score:g}: {_plain(what)}")
+        console.print(f"[{colour}]{_plain(r.student, 80)}[/] {r.score:g}/{r.max_score:g}: {_plain(what)}", soft_wrap=True)
     if len(attention) > 20:
-        console.print(f"... and {len(attention) - 20} more: see the report")
+        console.print(f"... and {len(attention) - 20} more: see the report", soft_wrap=True)
     broken = [r.student for r in results if not r.graded and not r.failed]
     failed = [r.student for r in results if r.failed]
     flagged = [r.student for r in results if r.flags]
     if failed:
-        console.print(f"[red]grading failed (earlier results kept): {_plain(', '.join(failed), 2000)}[/]")
+        console.print(f"[red]grading failed (earlier results kept): {_plain(', '.join(failed), 2000)}[/]", soft_wrap=True)
     if grader.interrupted:
-        console.print(f"[red]interrupted: not graded: {_plain(', '.join(grader.interrupted), 4000)}[/]")
+        console.print(f"[red]interrupted: not graded: {_plain(', '.join(grader.interrupted), 4000)}[/]", soft_wrap=True)
     if page is not None:
         try:
             shown = page.relative_to(Path.cwd())
         except ValueError:
             shown = page
-        console.print(f"report: {_plain(shown, 1000)} (and report.csv, cells.csv beside it)")
+        console.print(f"report: {_plain(shown, 1000)} (and report.csv, cells.csv beside it)", soft_wrap=True)
     scores = [r.score for r in results if not r.failed]      # broken ones count, as zero
     top = max((r.max_score for r in results), default=0)
     parts = [f"{len(results)} graded", f"{len(grader.unchanged)} unchanged", f"{len(broken)} broken",
@@ -364,7 +365,7 @@ def _summary(assignment: str, grader, results, wall: float, page) -> int:
     if scores:
         line += (f"; mean {statistics.fmean(scores):.2f}, median {statistics.median(scores):g} "
                  f"of {top:g}")
-    console.print(line + f"; {wall:.1f} s")
+    console.print(line + f"; {wall:.1f} s", soft_wrap=True)
     if grader.interrupted:
         return 130
     return 1 if failed else 0

@@ -154,12 +154,14 @@ def build_report(grader, results: Iterable, wall_seconds: float,
                 graded = {g.name: g for g in nb.grades}
                 autograded = _read_json(grader._path(grader.coursedir.autograded_directory, student)
                                         / f"{nb.name}.ipynb")
-                if autograded is not None and misconception_counts is not None:
+                if autograded is None:    # never graded (interrupted before its first grading)
+                    continue
+                if misconception_counts is not None:
                     import nbformat
 
                     notebooks_read.append(nbformat.from_dict(autograded))
                 by_id = {}
-                for cell in (autograded or {}).get("cells", []) or []:
+                for cell in autograded.get("cells", []) or []:
                     meta = (cell.get("metadata") or {}).get("nbgrader") if isinstance(cell, dict) else None
                     if isinstance(meta, dict) and isinstance(meta.get("grade_id"), str):
                         by_id[meta["grade_id"]] = cell
@@ -334,6 +336,8 @@ def render_html(report: Report) -> str:
         parts.append("<h2>Misconceptions</h2><table><tr><th>misconception</th><th>students</th></tr>")
         for name, count in sorted(report.misconceptions.items(), key=lambda kv: (-kv[1], str(kv[0]))):
             parts.append(f"<tr><td>{_e(name)}</td><td class=\"n\">{_e(count)}</td></tr>")
+        if not report.misconceptions:
+            parts.append("<tr><td colspan=\"2\">no failing test named a misconception</td></tr>")
         parts.append("</table>")
     parts.append("<h2>Students</h2><table><tr><th>student</th><th>status</th><th>score</th><th>auto</th>"
                  "<th>max</th><th>flags</th><th>problems</th><th>timeouts</th><th>time (s)</th></tr>")
