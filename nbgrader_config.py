@@ -23,7 +23,9 @@ c.IgnorePattern.pattern = WARNING_PATTERN
 # Test cells deleted by a learner are put back when grading.
 c.OverwriteCells.add_missing_cells = True
 
-# Per cell: generous for the course's small tensors, short enough for runaway loops.
+# Per cell: generous for the course's small tensors, short enough for runaway loops.  The one
+# place this limit is set: plain nbgrader, the formgrader and `python -m autograder grade` read it
+# (`grade --cell-timeout N` overrides it for one run).  grade's own options are c.GradeOptions.*.
 c.Execute.timeout = 60
 c.Execute.interrupt_on_timeout = True
 

@@ -316,6 +316,10 @@ def cmd_grade(args: argparse.Namespace) -> int:
     except GradingError as exc:
         console.print(f"[red]{_plain(exc, 4000, True)}[/]")
         return 2
+    except KeyboardInterrupt:           # the second Ctrl-C: no report, no summary
+        console.print("[red]aborted: students graded before the first Ctrl-C kept their results; "
+                      "run grade again for the rest (unchanged ones are skipped)[/]")
+        return 130
     finally:
         signal.signal(signal.SIGINT, previous)
     wall = time.monotonic() - start
