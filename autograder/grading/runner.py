@@ -386,7 +386,8 @@ class Grader:
         self.sandboxed = problem is None
         if not self.sandboxed:
             if self.require_sandbox:
-                raise GradingError(f"no sandbox and --require-sandbox was given: {problem}")
+                raise GradingError(f"no sandbox, and --require-sandbox (c.SandboxedExecute.require_sandbox) "
+                                   f"says never to grade without one: {problem}")
             log(f"WARNING: {problem}. {NO_SANDBOX}")
         else:
             from .cgroups import available
