@@ -248,8 +248,9 @@ def test_the_first_ctrl_c_stops_within_seconds_and_keeps_what_finished(flow):
         if proc.poll() is None:
             proc.kill()
     out = "".join(seen) + rest
-    print(f"stopped {took:.1f} s after the Ctrl-C")
-    assert took < 8, f"took {took:.1f} s to stop\n{out}"
+    # about 1.6 s on a quiet machine (the report included); the bound leaves room for a loaded one,
+    # far below the cell's 60 s limit and the 120 s sleep that a run going on would wait out
+    assert took < 12, f"took {took:.1f} s to stop\n{out}"
     assert proc.returncode == 130, out
     assert "not graded: zzz-slow" in out and "stopping" in out
     assert sum(v[0] or 0 for v in scores(flow.db, "aaa-quick").values()) == 13.0

@@ -118,11 +118,11 @@ class SlotPool:
 
     def _run(self, job: Job) -> Outcome:
         slot = self.slots.get()
-        slot.busy = True
+        slot.busy = job          # the job it runs, for _interrupt
         try:
             return execute(job, slot)
         finally:
-            slot.busy = False
+            slot.busy = None
             self.slots.put(slot)
 
     def map(self, jobs: list[Job], stop: threading.Event | None = None):
@@ -144,7 +144,8 @@ class SlotPool:
     def _interrupt(self, futures: dict, running: set, grace: float = 5.0) -> None:
         for fut in running:
             fut.cancel()
-        busy = [slot for slot in self.started if getattr(slot, "busy", False)]
+        mine = {id(job) for job in futures.values()}     # (a pool may serve other runs at the same time)
+        busy = [slot for slot in self.started if id(getattr(slot, "busy", None)) in mine]
         for slot in busy:      # the kernel dies; its job ends as after a crash (and is not recorded)
             try:
                 slot.request({"op": "signal", "signum": 9}, timeout=2)
