@@ -69,12 +69,11 @@ lab: setup
 lab-instructor: setup
 	$(PY) -m autograder lab --root "$(CURDIR)" --port $(PORT) --instructor
 
-# The suite on $(JOBS) workers, each test file on one worker, the longest files first
-# (tests/conftest.py): much of it waits on kernels and servers, so three workers keep two cores
-# busy.  Then the browser tests alone: under that load a JupyterLab kernel is too slow to drive.
+# The whole suite in one run on $(JOBS) workers, each test file on one worker, in the order
+# tests/conftest.py gives (xdist's own reordering off): much of it waits on kernels and servers,
+# so three workers keep two cores busy; the browser tests start first, beside the rest.
 test: test-deps
-	$(PY) -m pytest -n $(JOBS) --dist loadfile -m "not browser"
-	$(PY) -m pytest -p no:xdist -m browser
+	$(PY) -m pytest -n $(JOBS) --dist loadfile --no-loadscope-reorder
 
 # nbgrader's own test suite (autograde, generate_feedback, validate), plain and with the course's
 # grading settings in a user-level configuration: fails if the second passes fewer tests.

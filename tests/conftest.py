@@ -1,17 +1,39 @@
-"""The order test files start in under ``pytest -n`` (``make test``): the longest first.
+"""The order test files start in under ``pytest -n 3 --dist loadfile --no-loadscope-reorder``
+(``make test``), and a folder the workers share.
 
-Each file stays on one worker (``--dist loadfile``) and workers take files in collection order,
-so a long file that comes late in the alphabet would start last and finish alone.  Putting the
-long ones first lets the short files fill in around them.  Within a file the order is kept.
+Each file stays on one worker.  Without ``--no-loadscope-reorder`` pytest-xdist would sort the
+files by their number of tests and ignore this order.  Each worker is first handed two files,
+the i-th and the (i+3)-th of this list, then one more each time it runs short; so the first six
+are paired to finish together, the browser tests (long, mostly waiting on JupyterLab) with a
+short heavy file, and the smaller files fill in around them.  The corpus file comes early: it
+makes the fast-path run that the plain-nbgrader and agreement files read (``corpus.fast_path``).
 """
 from __future__ import annotations
 
-# by whole-file time on a quiet 2-core machine, longest first (see the durations `make test` prints)
-LONGEST_FIRST = ["test_nbgrader_plain.py", "test_grading.py", "test_corpus.py", "test_grader_agreement.py",
-                 "test_course.py", "test_grading_scale.py", "test_progress.py", "test_site_handout.py",
-                 "test_lectures.py", "test_package.py"]
+import os
+
+import pytest
+
+import harness
+
+# paired as described above: (browser, agreement), (corpus, grading), (tamper, plain), then the
+# rest by whole-file time (see the durations `make test` prints)
+START_ORDER = ["test_browser.py", "test_corpus.py", "test_tamper.py",
+               "test_grader_agreement.py", "test_grading.py", "test_nbgrader_plain.py",
+               "test_course.py", "test_grade_flow.py", "test_grading_scale.py", "test_progress.py",
+               "test_site_handout.py", "test_lectures.py", "test_package.py", "test_checks_properties.py",
+               "test_gpu.py"]
 
 
 def pytest_collection_modifyitems(items):
-    rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
+    rank = {name: i for i, name in enumerate(START_ORDER)}
     items.sort(key=lambda item: rank.get(item.path.name, len(rank)))
+
+
+@pytest.fixture(scope="session", autouse=True)
+def shared_folder(tmp_path_factory):
+    """One folder for every worker of this run (see harness.made_once): under pytest-xdist each
+    worker's base folder sits in the run's own, which the workers share."""
+    base = tmp_path_factory.getbasetemp()
+    harness.SHARED = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+    return harness.SHARED

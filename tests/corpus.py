@@ -7,6 +7,7 @@
   ``tests/inprocess.py`` and scored by nbgrader's own ``IgnorePattern`` and ``determine_grade``.
   Each wrong answer loses points on its own exercise, with its diagnosis, and nothing
   elsewhere; each right answer scores full marks.
+- The fast path runs once per test run (``fast_path``) over the corpus and the samples together.
 - Plain ``nbgrader autograde`` grades, in one run over every assignment, the reference solution
   (full marks), the blank release (zero, its hidden tests restored and failing) and a sample of
   the corpus (one submission per assignment holding a wrong answer and a right one).  The fast
@@ -27,8 +28,8 @@ from autograder.course.layout import assignments
 from autograder.grading.runner import Grader, SlotPool
 from autograder.grading.sandbox import bwrap_path
 from autograder.learner.cells import WARNING_PATTERN, role
-from harness import (ROOT, Answer, Graded, cells_testing, read_grades, release_notebook, source_notebook,  # noqa: F401
-                     submission, submit)
+from harness import (ROOT, Answer, Graded, cells_testing, made_once, read_grades, release_notebook,  # noqa: F401
+                     source_notebook, submission, submit)
 
 ASSIGNMENTS = assignments(ROOT)
 
@@ -103,6 +104,24 @@ def grade_in_process(subs_by_assignment, workdir) -> dict[str, Graded]:
                     score, maximum = determine_grade(cell)
                     g.scores[student][role(cell).grade_id] = (float(score or 0), float(maximum))
     return out
+
+
+def fast_path() -> dict[str, Graded]:
+    """Every assignment's corpus, and its sample (student ``sample``), through the fast path: one
+    run for the whole test run, which the corpus, plain-nbgrader and agreement tests all read."""
+    import pickle
+
+    def make(folder):
+        subs = {a: {**corpus_submissions(a), "sample": sample_submissions(a)["sample"]} for a in ASSIGNMENTS}
+        (folder / "graded.pickle").write_bytes(pickle.dumps(grade_in_process(subs, folder)))
+
+    return pickle.loads((made_once("fast-path", make) / "graded.pickle").read_bytes())
+
+
+def sample_scores(graded: dict[str, Graded], assignment: str) -> dict[str, dict[str, tuple[float, float]]]:
+    """The scores of the sample's three students (reference, blank, sample) that were graded."""
+    scores = graded[assignment].scores
+    return {s: scores[s] for s in sample_submissions(assignment) if s in scores}
 
 
 def grade_with_the_course_grader(root, subs_by_assignment) -> dict[str, Graded]:

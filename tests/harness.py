@@ -2,18 +2,31 @@
 them, plain ``nbgrader autograde``, and what a grading run left in the gradebook and on disk."""
 from __future__ import annotations
 
+import os
 import re
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 import nbformat
+import pytest
 
 from autograder.course.build import run_nbgrader
 from autograder.learner.cells import RELEASE_DIR, notebooks, role
 from autograder.course.layout import SOURCE_DIR, assignments, fill_answers, solution_sources
 
 ROOT = Path(__file__).resolve().parent.parent
+
+
+def _no_bubblewrap() -> bool:
+    from autograder.grading.sandbox import bwrap_path
+
+    return bwrap_path() is None and not os.environ.get("CI")
+
+
+# tests that grade in the sandbox: skipped, saying why, only outside CI where bubblewrap is missing
+SANDBOX = pytest.mark.skipif(_no_bubblewrap(), reason="bubblewrap is not installed (make test-deps installs it as root)")
 
 
 @dataclass(frozen=True)
@@ -86,9 +99,41 @@ def submission(assignment: str, replace: dict[str, str] | None = None, blank: bo
     return fill_answers(release, answers)
 
 
+# A folder that every pytest-xdist worker of one run sees (tests/conftest.py sets it): what
+# several test files need alike is made there once, by whichever worker asks first.
+SHARED: Path | None = None
+
+
+def made_once(name: str, make: Callable[[Path], None]) -> Path:
+    """``SHARED/name``, made by ``make(folder)`` on first use in this run (a file lock keeps the
+    other workers waiting until it is complete)."""
+    from filelock import FileLock
+
+    assert SHARED is not None, "tests/conftest.py sets harness.SHARED for the run"
+    folder = SHARED / name
+    with FileLock(str(folder) + ".lock"):
+        if not folder.exists():
+            partial = SHARED / f"{name}.partial"
+            shutil.rmtree(partial, ignore_errors=True)
+            partial.mkdir(parents=True)
+            make(partial)
+            partial.rename(folder)
+    return folder
+
+
 def scratch_course(workdir: Path, assignment: str = "*", db_url: str | None = None) -> Path:
     """A course root with one assignment (or every one: ``"*"``) released into its gradebook,
-    as an instructor has it after ``nbgrader generate_assignment``."""
+    as an instructor has it after ``nbgrader generate_assignment``.
+
+    With the default SQLite gradebook the course is a copy of one made once per test run."""
+    if db_url is None and SHARED is not None:
+        name = "course-" + ("all" if assignment == "*" else assignment)
+        shutil.copytree(made_once(name, lambda d: _new_course(d, assignment)), workdir, dirs_exist_ok=True)
+        return workdir
+    return _new_course(workdir, assignment, db_url)
+
+
+def _new_course(workdir: Path, assignment: str, db_url: str | None = None) -> Path:
     workdir.mkdir(parents=True, exist_ok=True)
     config = (ROOT / "nbgrader_config.py").read_text()
     if db_url:

@@ -5,15 +5,15 @@ from __future__ import annotations
 
 import pytest
 
-from corpus import (ASSIGNMENTS, Graded, answers_for, auto_cells, cases, cells_testing, corpus_submissions,
-                    grade_in_process, lost, per_assignment, release, student_id)
+from corpus import (Graded, answers_for, auto_cells, cases, cells_testing, fast_path, lost,
+                    per_assignment, release, student_id)
 from autograder.learner.cells import role
 
 
 @pytest.fixture(scope="session")
-def corpus(tmp_path_factory) -> dict[str, Graded]:
+def corpus() -> dict[str, Graded]:
     """Every corpus answer of every assignment, through the fast path."""
-    return grade_in_process({a: corpus_submissions(a) for a in ASSIGNMENTS}, tmp_path_factory.mktemp("corpus"))
+    return fast_path()
 
 
 # --- the corpus, through the course's grader --------------------------------------------------------

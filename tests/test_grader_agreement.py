@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from corpus import (ASSIGNMENTS, Graded, auto_cells, grade_in_process, grade_with_the_course_grader,
-                    manual_cells_ungraded, per_assignment, sample_submissions)
+from corpus import (ASSIGNMENTS, Graded, auto_cells, fast_path, grade_with_the_course_grader, manual_cells_ungraded,
+                    per_assignment, sample_scores, sample_submissions)
 from harness import scratch_course
 
 
@@ -17,7 +17,7 @@ from harness import scratch_course
 def graded(tmp_path_factory) -> tuple[dict[str, Graded], dict[str, Graded]]:
     samples = {a: sample_submissions(a) for a in ASSIGNMENTS}
     ours = grade_with_the_course_grader(scratch_course(tmp_path_factory.mktemp("ours")), samples)
-    return ours, grade_in_process(samples, tmp_path_factory.mktemp("fast"))
+    return ours, fast_path()
 
 
 @pytest.mark.parametrize("assignment", per_assignment())
@@ -26,7 +26,7 @@ def test_the_course_grader_agrees_with_the_fast_path_in_every_auto_graded_cell(a
     auto = auto_cells(assignment)
     scores = {s: {k: v for k, v in cells.items() if k in auto} for s, cells in ours[assignment].scores.items()}
     assert set(scores) == set(sample_submissions(assignment))
-    assert scores == fast[assignment].scores
+    assert scores == sample_scores(fast, assignment)
     assert any(v[0] < v[1] for v in scores["sample"].values()), "the sample's wrong answer loses points"
     assert all(v[0] == v[1] for v in scores["reference"].values())
 

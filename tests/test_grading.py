@@ -1,15 +1,13 @@
-"""``autograder grade``: the tamper corpus, agreement with plain nbgrader, the command line."""
+"""``autograder grade`` beside the tamper corpus (tests/test_tamper.py): the command line, runs
+that fail or are interrupted, plain nbgrader from the course root, limits, and the sandbox's
+own failures."""
 from __future__ import annotations
 
 import contextlib
-import os
 import re
-import socket
 import subprocess
 import sys
-import threading
 import time
-import uuid
 from pathlib import Path
 
 import nbformat
@@ -17,23 +15,8 @@ import pytest
 
 from autograder.course.build import run_nbgrader
 from autograder.grading.runner import Grader, GradingError, SlotPool
-from autograder.grading.sandbox import Limits, bwrap_path
-from harness import reference_answers, scratch_course, submission, submit
-from tamper_corpus import CASES, Case
-
-
-VICTIM = "-victim"   # an honest copy of the reference answers, graded after each case that runs hostile code
-# the cases whose code could reach the slot, the fork server or the next kernel (the others edit
-# cells or break the file, and never run anything unusual)
-RUNS_HOSTILE_CODE = {"exit-midway", "infinite-loop", "output-flood", "huge-allocation", "memory-hog", "fork-bomb",
-                     "read-secrets", "write-gradebook", "delete-course", "network", "leftover-processes",
-                     "patched-torch", "patched-helpers", "custom-exc", "no-traceback", "planted-config",
-                     "deep-tree", "reads-host", "forked-memory", "poisoned-server", "forges-the-agent",
-                     "fills-scratch"}
-SANDBOX = pytest.mark.skipif(bwrap_path() is None and not os.environ.get("CI"),
-                             reason="bubblewrap is not installed (make test-deps installs it as root)")
-TEST_LIMITS = Limits(memory_bytes=2 << 30, cell_timeout=10, notebook_timeout=120, cpu_seconds=60,
-                     output_bytes=1 << 20)
+from autograder.grading.sandbox import Limits
+from harness import SANDBOX, reference_answers, scratch_course, submission, submit
 
 
 def scores_of(root: Path, assignment: str, student: str) -> dict[str, float]:
@@ -42,83 +25,6 @@ def scores_of(root: Path, assignment: str, student: str) -> dict[str, float]:
     with Gradebook(f"sqlite:///{root / 'gradebook.db'}") as gb:
         sub = gb.find_submission_notebook(assignment, assignment, student)
         return {g.name: (g.auto_score if g.auto_score is not None else -1.0) for g in sub.grades}
-
-
-class _Listener:
-    """A TCP server on loopback that records whether anybody connected."""
-
-    def __init__(self):
-        self.sock = socket.socket()
-        self.sock.bind(("127.0.0.1", 0))
-        self.sock.listen()
-        self.sock.settimeout(0.5)
-        self.port = self.sock.getsockname()[1]
-        self.connections = 0
-        self.stop = False
-        self.thread = threading.Thread(target=self._run, daemon=True)
-        self.thread.start()
-
-    def _run(self):
-        while not self.stop:
-            try:
-                conn, _ = self.sock.accept()
-                self.connections += 1
-                conn.close()
-            except OSError:
-                pass
-
-    def close(self):
-        self.stop = True
-        self.thread.join(2)
-        self.sock.close()
-
-
-@pytest.fixture(scope="module")
-def corpus(tmp_path_factory):
-    root = scratch_course(tmp_path_factory.mktemp("tamper"), "a1_views")
-    listener = _Listener()
-    ctx = {"root": root, "port": listener.port, "marker": str(4000 + uuid.uuid4().int % 1000)}
-    for case in CASES:
-        path = submit(root, "a1_views", case.name, case.build(ctx))
-        for rel, text in (case.files or {}).items():
-            (path.parent / rel).parent.mkdir(parents=True, exist_ok=True)
-            (path.parent / rel).write_text(text)
-        if case.link:
-            path.unlink()
-            path.symlink_to(root / case.link)
-        if case.name in RUNS_HOSTILE_CODE:
-            # graded right after the attacker (students go in name order): nothing may carry over
-            submit(root, "a1_views", case.name + VICTIM, submission("a1_views"))
-    config_before = (root / "nbgrader_config.py").read_bytes()
-    start = time.monotonic()
-    results = {r.student: r for r in Grader(root, "a1_views", jobs=2, limits=TEST_LIMITS, log=lambda m: None).run()}
-    ctx["seconds"] = time.monotonic() - start
-    time.sleep(0.5)
-    listener.close()
-    ctx["connections"] = listener.connections
-    ctx["results"] = results
-    ctx["config_before"] = config_before
-    for name, r in results.items():
-        path = root / "autograded" / name / "a1_views" / "a1_views.ipynb"
-        r.autograded = nbformat.read(path, as_version=4) if path.exists() else None
-    return results, ctx
-
-
-@SANDBOX
-@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
-def test_tamper_case_has_its_outcome(case: Case, corpus):
-    results, ctx = corpus
-    r = results[case.name]
-    lo, hi = case.score if isinstance(case.score, tuple) else (case.score, case.score)
-    assert lo <= r.score <= hi, f"{case.what}: scored {r.score}, expected {case.score}; {r.problems} {r.flags}"
-    assert r.max_score == 15.0, "points a submission claims never change the maximum"
-    assert r.graded is case.graded, r.problems
-    if case.flag:
-        assert any(case.flag in f for f in r.flags), f"expected a flag with {case.flag!r}: {r.flags}"
-    if case.problem:
-        assert any(case.problem in p for p in r.problems), f"expected a problem with {case.problem!r}: {r.problems}"
-    if case.extra:
-        case.extra(r, ctx)
 
 
 @SANDBOX
@@ -130,87 +36,6 @@ def test_memory_and_processes_are_limited_per_submission_where_cgroups_exist():
     if version is None:
         pytest.skip(sentence)
     assert version in ("v1", "v2") and "per submission" in sentence
-
-
-@SANDBOX
-def test_flags_reach_the_gradebook_where_the_formgrader_shows_them(corpus):
-    from nbgrader.api import Gradebook
-
-    results, ctx = corpus
-    with Gradebook(f"sqlite:///{ctx['root'] / 'gradebook.db'}") as gb:
-        marked = {s: gb.find_submission_notebook("a1_views", "a1_views", s).flagged for s in results}
-    assert {s for s, flagged in marked.items() if flagged} == {s for s, r in results.items() if r.flags}
-    assert marked["custom-exc"] and not marked["honest"]
-
-
-@SANDBOX
-def test_honest_submissions_raise_no_flags(corpus):
-    results, _ = corpus
-    for name in ("honest", "blank", "warns"):
-        assert results[name].flags == [] and results[name].problems == [], (name, results[name])
-
-
-@SANDBOX
-def test_nothing_escapes_the_sandbox(corpus):
-    results, ctx = corpus
-    root = ctx["root"]
-    assert ctx["connections"] == 0, "a submission reached a server on the grader's loopback"
-    assert (root / "solutions" / "a1_views" / "a1_views.ipynb").exists()
-    assert (root / "nbgrader_config.py").read_bytes() == ctx["config_before"]
-    from nbgrader.api import Gradebook
-
-    with Gradebook(f"sqlite:///{root / 'gradebook.db'}") as gb:
-        for student in results:
-            for nb in gb.find_submission("a1_views", student).notebooks:
-                assert all(not g.extra_credit for g in nb.grades), f"extra credit for {student}"
-    leftover = subprocess.run(["pgrep", "-f", f"sleep {ctx['marker']}"], capture_output=True, text=True).stdout
-    assert leftover.strip() == "", "a process started by a submission outlived its grading"
-    victims = {name: r for name, r in results.items() if name.endswith(VICTIM)}
-    assert len(victims) == len(RUNS_HOSTILE_CODE)
-    changed = {name: (r.score, r.flags, r.problems) for name, r in victims.items()
-               if (r.score, r.flags, r.problems) != (13.0, [], [])}
-    assert not changed, f"an attacker changed the grading of the honest student after it: {changed}"
-
-
-@SANDBOX
-def test_gradebook_and_autograded_notebooks_work_for_nbgrader(corpus):
-    """After `grade`, nbgrader's own feedback and export read what it wrote."""
-    _, ctx = corpus
-    root = ctx["root"]
-    out = run_nbgrader("generate_feedback", "a1_views", "--student", "honest", cwd=root)
-    assert out.returncode == 0, out.stderr
-    html = (root / "feedback" / "honest" / "a1_views" / "a1_views.html").read_text()
-    assert "a1_views (Score: 13.0 / 15.0)" in html, "the feedback shows the autograded score of 13 out of 15"
-    assert "BEGIN HIDDEN TESTS" not in html
-    out = run_nbgrader("export", "--to", "grades.csv", cwd=root)
-    assert out.returncode == 0, out.stderr
-    rows = (root / "grades.csv").read_text().splitlines()
-    assert any(row.startswith("a1_views") and ",honest," in row for row in rows)
-
-
-@SANDBOX
-def test_feedback_holds_no_line_of_a_hidden_test_whatever_the_submission_printed(corpus):
-    import html as html_module
-
-    from autograder.grading.feedback import hidden_test_lines
-
-    _, ctx = corpus
-    root = ctx["root"]
-    student = "prints-hidden-tests"
-    hidden = hidden_test_lines(nbformat.read(root / "solutions" / "a1_views" / "a1_views.ipynb", as_version=4))
-    assert hidden
-    graded = nbformat.read(root / "autograded" / student / "a1_views" / "a1_views.ipynb", as_version=4)
-    printed = "".join(o.get("text", "") for c in graded.cells for o in c.get("outputs", []))
-    # a1's tests are judged outside the kernel: there is no hidden line there for the attack to print
-    assert not [line for line in hidden if line in printed], "a hidden test line reached the kernel's outputs"
-    assert "serve" in printed, "the attack printed its callers' source: the judge's agent"
-    out = run_nbgrader("generate_feedback", "a1_views", "--student", student, cwd=root)
-    assert out.returncode == 0, out.stderr[-3000:]
-    page = html_module.unescape((root / "feedback" / student / "a1_views" / "a1_views.html").read_text())
-    leaked = [line for line in hidden if line in page]
-    assert not leaked, f"the feedback shows hidden test lines: {leaked[:3]}"
-    # (where hidden tests still run in the kernel, RedactHiddenTestLines removes what was printed:
-    # tests/test_grading_units.py::TestRedactHiddenTestLines)
 
 
 @pytest.fixture(scope="module")

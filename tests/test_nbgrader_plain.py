@@ -12,8 +12,8 @@ import nbformat
 import pytest
 
 from autograder.course.layout import region_lines
-from corpus import (ASSIGNMENTS, Graded, auto_cells, grade_in_process, lost, manual_cells_ungraded, per_assignment,
-                    sample_submissions, source_notebook)
+from corpus import (ASSIGNMENTS, Graded, auto_cells, fast_path, lost, manual_cells_ungraded, per_assignment,
+                    sample_scores, sample_submissions, source_notebook)
 from harness import plain_autograde, read_grades, scratch_course, submit
 
 
@@ -27,8 +27,7 @@ def plain(tmp_path_factory) -> tuple[dict[str, Graded], None, dict[str, Graded],
             submit(root, assignment, student, nb)
     log = plain_autograde(root, feedback=True)
     by_nbgrader = {a: read_grades(root, a, subs) for a, subs in samples.items()}
-    fast = grade_in_process(samples, tmp_path_factory.mktemp("fast"))
-    return by_nbgrader, None, fast, log
+    return by_nbgrader, None, fast_path(), log
 
 
 # --- plain nbgrader ------------------------------------------------------------------------------
@@ -73,7 +72,7 @@ def test_the_fast_path_agrees_with_plain_nbgrader_in_every_auto_graded_cell(assi
     auto = auto_cells(assignment)
     expected = {s: {k: v for k, v in cells.items() if k in auto} for s, cells in by_nbgrader[assignment].scores.items()}
     assert set(expected) == set(sample_submissions(assignment)), log[-3000:]
-    assert fast[assignment].scores == expected
+    assert sample_scores(fast, assignment) == expected
     sample = expected["sample"]
     assert any(v[0] < v[1] for v in sample.values()), "the sample's wrong answer loses points"
 
