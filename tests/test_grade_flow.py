@@ -20,11 +20,8 @@ from types import SimpleNamespace
 import nbformat
 import pytest
 
-from autograder.grading.sandbox import bwrap_path
-from harness import ROOT, submission, submit
+from harness import ROOT, SANDBOX, submission, submit
 
-SANDBOX = pytest.mark.skipif(bwrap_path() is None and not os.environ.get("CI"),
-                             reason="bubblewrap is not installed (make test-deps installs it as root)")
 HOSTILE = "=1+1<b>x"       # a student id that is HTML and a spreadsheet formula
 PAYLOAD = "<img src=x onerror=alert(1)>"
 MARK = "<!-- instructor-commands -->"

@@ -16,8 +16,7 @@ from pathlib import Path
 import pytest
 
 from autograder.grading.runner import Grader
-from autograder.grading.sandbox import bwrap_path
-from harness import free_port, scratch_course, stop, submission, submit
+from harness import SANDBOX, free_port, scratch_course, stop, submission, submit
 
 
 WRONG = {"shares_memory": "def shares_memory(a, b):\n    return a is b\n"}
@@ -64,8 +63,7 @@ def _check(results) -> None:
     assert all(r.graded and not r.flags for r in results), results
 
 
-@pytest.mark.skipif(bwrap_path() is None and not os.environ.get("CI"),
-                    reason="bubblewrap is not installed (make test-deps installs it as root)")
+@SANDBOX
 def test_grading_on_a_dask_cluster(tmp_path, scheduler):
     root = scratch_course(tmp_path / "course", "a1_views")
     _submit_three(root)
