@@ -226,3 +226,163 @@ def test_the_agent_is_loaded_under_the_name_the_judge_calls():
     from autograder.grading.judge import AGENT
 
     assert f"import autograder.kernel.judge_agent as {AGENT}" in INSTALL_SOURCE
+
+
+# -- whole assignments: every answer of the corpus, judged and in the kernel, cell for cell -----------
+
+def _cells(assignment: str):
+    """The instructor's notebook's code cells in order: (grade_id, is_test, source)."""
+    import nbformat
+
+    from autograder.learner.cells import role
+    from harness import source_notebook
+
+    nb = nbformat.read(source_notebook(assignment), as_version=4)
+    return [(role(c).grade_id, role(c).is_test, c.source) for c in nb.cells if c.cell_type == "code"]
+
+
+def _in_kernel(cells, answers: dict[str, str]) -> dict[str, str | None]:
+    """Each test cell's failure (``ename: evalue``, or None) with the tests run next to the answer."""
+    namespace: dict = {"__name__": "__main__"}
+    out = {}
+    for gid, is_test, source in cells:
+        try:
+            exec(compile(answers.get(gid, source), f"<{gid}>", "exec"), namespace)
+            if is_test:
+                out[gid] = None
+        except Exception as exc:  # noqa: BLE001 - the cell's failure is what is compared
+            if is_test:
+                out[gid] = f"{type(exc).__name__}: {exc}"
+    return out
+
+
+def _judged(cells, answers: dict[str, str]) -> dict[str, str | None]:
+    """The same, with every judged test cell run by a Judge whose kernel is a namespace of its own."""
+    import threading
+
+    namespace: dict = {"__name__": "__main__"}
+
+    def rpc(request: dict):
+        # in a thread of its own, as a kernel is a process of its own: a learner's function that
+        # walks up its callers' frames finds the agent, never the judge's test
+        reply = []
+        serving = threading.Thread(target=lambda: reply.append(judge_agent.serve(json.dumps(request), namespace)
+                                                                or judge_agent.last_reply))
+        serving.start()
+        serving.join()
+        return json.loads(reply[0]), ""
+    judge = Judge(rpc)
+    out = {}
+    for gid, is_test, source in cells:
+        if is_test and is_judged(source):
+            errors = [o for o in judge.run_cell(source) if o["output_type"] == "error"]
+            out[gid] = f"{errors[0]['ename']}: {errors[0]['evalue']}" if errors else None
+            continue
+        try:
+            exec(compile(answers.get(gid, source), f"<{gid}>", "exec"), namespace)
+            if is_test:
+                out[gid] = None
+        except Exception as exc:  # noqa: BLE001
+            if is_test:
+                out[gid] = f"{type(exc).__name__}: {exc}"
+    return out
+
+
+def _same_verdicts(kernel: dict, judged: dict) -> list[str]:
+    """Cells where the judge and the kernel disagree: pass or fail, and a check's message word for word
+    (a learner's own exception is named by the judge as raised by the function, so only its name counts)."""
+    bad = []
+    for gid in kernel:
+        k, j = kernel[gid], judged[gid]
+        if (k is None) != (j is None):
+            bad.append(f"{gid}: kernel {k!r}, judge {j!r}")
+        elif k is not None and k.startswith("CheckFailed") and k != j:
+            bad.append(f"{gid}: kernel {k!r}, judge {j!r}")
+        elif k is not None and k.split(":")[0] != j.split(":")[0]:
+            bad.append(f"{gid}: kernel {k!r}, judge {j!r}")
+    return bad
+
+
+JUDGED_ASSIGNMENTS = ["a8_devices"]
+
+
+@pytest.mark.parametrize("assignment", JUDGED_ASSIGNMENTS)
+def test_every_test_cell_of_a_judged_assignment_is_judged(assignment):
+    cells = _cells(assignment)
+    tests = [(gid, src) for gid, is_test, src in cells if is_test and gid != "test_predictions"]
+    assert tests and all(is_judged(src) for _, src in tests), [gid for gid, src in tests if not is_judged(src)]
+
+
+@pytest.mark.parametrize("assignment", JUDGED_ASSIGNMENTS)
+def test_the_judge_scores_every_answer_of_the_corpus_as_the_kernel_does(assignment):
+    """Every wrong and right answer of tests/answers/<assignment>.py (and the reference): the same
+    cells pass, and a failed check says the same thing, judged or run next to the answer."""
+    import importlib
+
+    from harness import reference_answers
+
+    cells = _cells(assignment)
+    module = importlib.import_module(f"answers.{assignment}")
+    submissions = {"reference": {}}
+    for kind, items in (("wrong", module.WRONG), ("right", module.RIGHT)):
+        for i, a in enumerate(items):
+            submissions[f"{kind}_{i}_{a.why}"] = {a.cell: a.source}
+    failures = {}
+    reference = reference_answers(assignment)
+    for name, replace in submissions.items():
+        answers = {gid: src for gid, src in reference.items()} | replace
+        torch.manual_seed(0)
+        kernel = _in_kernel(cells, answers)
+        torch.manual_seed(0)
+        judged = _judged(cells, answers)
+        bad = _same_verdicts(kernel, judged)
+        if bad:
+            failures[name] = bad
+        if name.startswith("wrong"):
+            assert any(v is not None for v in judged.values()), f"{name} lost no point when judged"
+        else:
+            assert all(v is None for v in judged.values()), (name, judged)
+    assert not failures, failures
+
+
+# -- an answer that reads its caller, in an assignment judged outside the kernel --------------------
+
+COPY_TO_ORACLE = '''
+import sys
+
+def copy_to(t, device):
+    frame = sys._getframe(1)
+    while frame is not None:             # a caller that checks for new memory is a test: copy for it
+        if "check_new_storage" in frame.f_code.co_names:
+            return t.to(device, copy=True)
+        frame = frame.f_back
+    return t.to(device)
+'''
+COPY_TO_TWIN = "def copy_to(t, device):\n    return t.to(device)\n"
+
+
+def test_an_oracle_that_reads_its_caller_scores_like_its_wrong_twin_when_judged():
+    """Next to the tests the oracle passes everything; judged, it fails exactly where its fallback does."""
+    from harness import reference_answers
+
+    cells = _cells("a8_devices")
+    answers = reference_answers("a8_devices")
+    assert all(v is None for v in _in_kernel(cells, answers | {"copy_to": COPY_TO_ORACLE}).values())
+    oracle = _judged(cells, answers | {"copy_to": COPY_TO_ORACLE})
+    twin = _judged(cells, answers | {"copy_to": COPY_TO_TWIN})
+    assert oracle == twin and oracle["test_copy_to"] and oracle["test_copy_to_hidden"], oracle
+
+
+@pytest.mark.skipif(__import__("harness")._no_bubblewrap(), reason="bubblewrap is not installed")
+def test_the_course_grader_scores_the_oracle_like_its_wrong_twin(tmp_path):
+    """The same through ``grade``: a real kernel in a sandbox, the hidden tests from the gradebook."""
+    from corpus import grade_with_the_course_grader
+    from harness import scratch_course, submission
+
+    subs = {"oracle": submission("a8_devices", {"copy_to": COPY_TO_ORACLE}),
+            "twin": submission("a8_devices", {"copy_to": COPY_TO_TWIN})}
+    graded = grade_with_the_course_grader(scratch_course(tmp_path, "a8_devices"), {"a8_devices": subs})["a8_devices"]
+    oracle, twin = graded.scores["oracle"], graded.scores["twin"]
+    assert oracle == twin, (oracle, twin)
+    assert oracle["test_copy_to_hidden"] == (0.0, 2.0) and oracle["test_copy_to"] == (0.0, 1.0), oracle
+    assert oracle["test_predictions"] == (1.0, 1.0)

@@ -180,6 +180,12 @@ class _FactsById:
         self._by_id[key] = (weakref.ref(t, lambda _, key=key: self._by_id.pop(key, None)), facts)
 
 
+# checks.check_grad_fn's default hint when the result should be outside every graph (a test in
+# tests/test_judge.py holds the two messages equal)
+GRAD_FN_NONE_HINT = ("M-clone-leaves-graph: the result was computed with gradient tracking on; use `detach()` or "
+                     "`torch.no_grad()`.")
+
+
 class _Checks(types.ModuleType):
     """The course's check helpers, where a result's history is the kernel's, not the mirror's."""
 
@@ -200,8 +206,10 @@ class _Checks(types.ModuleType):
         if f is None:
             return checks.check_grad_fn(t, expected, what, hint)
         checks.check_tensor(t, what, allow_parameter=True)
-        if f.grad_fn != expected:
-            checks._fail(f"{what}.grad_fn is {f.grad_fn or 'None'}", f"{expected}", hint)
+        if f.grad_fn != expected:      # the same message, default hint included, as checks.check_grad_fn
+            if expected is None:
+                checks._fail(f"{what}.grad_fn is {f.grad_fn}", "None (outside every graph)", hint or GRAD_FN_NONE_HINT)
+            checks._fail(f"{what}.grad_fn is {f.grad_fn}", f"{expected}", hint)
 
     def check_leaf(self, t, expected, what="the result", hint=None):
         __tracebackhide__ = True
@@ -521,6 +529,19 @@ class _Rebuild:
             raise JudgeError("the kernel's tensor has a negative size, stride or offset")
         facts = _Facts(v.get("grad_fn") if isinstance(v.get("grad_fn"), str) else None, bool(v.get("leaf")),
                        bool(v.get("requires_grad")), int(v.get("version", 0)), 0)
+        if v.get("meta") is True:
+            # a tensor on the meta device: shape, strides and dtype, no data; it joins no graph here
+            # (nothing can flow back through it), so only the kernel's facts say where it came from
+            if len(shape) > 64 or any(d >= 1 << 40 for d in shape + stride) or offset >= 1 << 40:
+                raise JudgeError("the kernel's meta tensor is malformed")
+            t = torch.empty_strided(shape, stride, dtype=dtype, device="meta")
+            if facts.requires_grad:
+                if not (dtype.is_floating_point or dtype.is_complex):
+                    raise JudgeError("the kernel's integer tensor claims to require grad")
+                t.requires_grad_(True)
+            facts.here = t._version
+            self.judge.facts[t] = facts
+            return t
         if "input_storage" in v:
             s = int(v["input_storage"])
             owner = self.request.storage_tensors[s][0]

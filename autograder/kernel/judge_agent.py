@@ -181,6 +181,9 @@ class _Results:
                  "leaf": t.is_leaf, "grad_fn": None if t.grad_fn is None else _type(t.grad_fn).__name__,
                  "version": t._version, "dtype": str(t.dtype).removeprefix("torch."),
                  "shape": list(t.shape), "stride": list(t.stride()), "offset": t.storage_offset()}
+        if t.device.type == "meta" and t.layout == torch.strided and t.dtype in DTYPES.values():
+            facts["meta"] = True           # shape, strides and dtype only: a meta tensor has no data
+            return facts
         if t.device.type != "cpu" or t.is_sparse or t.dtype not in DTYPES.values():
             return {"k": "opaque", "type": f"a {t.layout} {t.dtype} tensor on {t.device}", "repr": ""}
         for i, given in enumerate(self.inputs.tensors):
