@@ -14,12 +14,13 @@ import torch
 
 from autograder.grading.judge import Judge, JudgeError, is_judged
 from autograder.kernel import judge_agent
+from harness import SANDBOX
 
 
 def kernel(source: str):
     """An rpc into a fresh 'kernel' namespace holding the learner's ``source``."""
     namespace: dict = {}
-    exec(source, namespace)
+    exec("import torch\n" + source, namespace)
     seen: list[str] = []
 
     def rpc(request: dict):
@@ -241,6 +242,11 @@ def _cells(assignment: str):
     return [(role(c).grade_id, role(c).is_test, c.source) for c in nb.cells if c.cell_type == "code"]
 
 
+def _only(cells, exercise: str | None):
+    """The cells that test one exercise (with every cell that is not a test); all, for None."""
+    return [c for c in cells if exercise is None or not c[1] or c[0] in (f"test_{exercise}", f"test_{exercise}_hidden")]
+
+
 def _in_kernel(cells, answers: dict[str, str]) -> dict[str, str | None]:
     """Each test cell's failure (``ename: evalue``, or None) with the tests run next to the answer."""
     namespace: dict = {"__name__": "__main__"}
@@ -303,7 +309,7 @@ def _same_verdicts(kernel: dict, judged: dict) -> list[str]:
     return bad
 
 
-JUDGED_ASSIGNMENTS = ["a8_devices"]
+JUDGED_ASSIGNMENTS = ["a3_detach", "a5_copy", "a8_devices"]
 
 
 @pytest.mark.parametrize("assignment", JUDGED_ASSIGNMENTS)
@@ -326,15 +332,17 @@ def test_the_judge_scores_every_answer_of_the_corpus_as_the_kernel_does(assignme
     submissions = {"reference": {}}
     for kind, items in (("wrong", module.WRONG), ("right", module.RIGHT)):
         for i, a in enumerate(items):
-            submissions[f"{kind}_{i}_{a.why}"] = {a.cell: a.source}
+            if a.cell != "predictions":         # the prediction sets stay in the kernel
+                submissions[f"{kind}_{i}_{a.why}"] = {a.cell: a.source}
     failures = {}
     reference = reference_answers(assignment)
     for name, replace in submissions.items():
         answers = {gid: src for gid, src in reference.items()} | replace
+        only = _only(cells, next(iter(replace), None))   # an answer's own tests; all for the reference
         torch.manual_seed(0)
-        kernel = _in_kernel(cells, answers)
+        kernel = _in_kernel(only, answers)
         torch.manual_seed(0)
-        judged = _judged(cells, answers)
+        judged = _judged(only, answers)
         bad = _same_verdicts(kernel, judged)
         if bad:
             failures[name] = bad
@@ -373,7 +381,7 @@ def test_an_oracle_that_reads_its_caller_scores_like_its_wrong_twin_when_judged(
     assert oracle == twin and oracle["test_copy_to"] and oracle["test_copy_to_hidden"], oracle
 
 
-@pytest.mark.skipif(__import__("harness")._no_bubblewrap(), reason="bubblewrap is not installed")
+@SANDBOX
 def test_the_course_grader_scores_the_oracle_like_its_wrong_twin(tmp_path):
     """The same through ``grade``: a real kernel in a sandbox, the hidden tests from the gradebook."""
     from corpus import grade_with_the_course_grader
@@ -386,3 +394,165 @@ def test_the_course_grader_scores_the_oracle_like_its_wrong_twin(tmp_path):
     assert oracle == twin, (oracle, twin)
     assert oracle["test_copy_to_hidden"] == (0.0, 2.0) and oracle["test_copy_to"] == (0.0, 1.0), oracle
     assert oracle["test_predictions"] == (1.0, 1.0)
+
+
+# -- the kinds of values sent since assignments 3 and 5 are judged ----------------------------------
+
+def test_a_judged_grad_fn_check_fails_with_the_kernels_message_and_hint():
+    """The judge's check_grad_fn (which reads the kernel's facts) says what checks.check_grad_fn says,
+    its default hint and misconception link included."""
+    from autograder.kernel import checks
+
+    x = torch.ones(2, requires_grad=True)
+    with pytest.raises(checks.CheckFailed) as in_kernel:
+        checks.check_grad_fn(x * 2, None, "r")
+    errors, _, _ = run("def f(x):\n    return x * 2\n",
+                       "x = torch.ones(2, requires_grad=True)\nck.check_grad_fn(f(x), None, 'r')")
+    assert errors[0]["evalue"] == str(in_kernel.value) and "M-clone-leaves-graph" in errors[0]["evalue"]
+
+
+def test_modules_go_by_value_and_come_back_with_what_the_call_did():
+    test = """
+torch.manual_seed(0)
+m = nn.Sequential(nn.Linear(3, 2), nn.BatchNorm1d(2), nn.Tanh())
+m[0].bias.requires_grad_(False)
+weight, bias = m[0].weight, m[0].bias
+x = torch.randn(4, 3)
+out = f(m, x)
+ck.check_same_object(m[0].weight, weight, "m[0].weight after the call", "the Parameter before")
+ck.check_close(out, m(x).detach(), "f(m, x)")
+out.sum().backward()
+ck.check_equal(m[0].weight.grad is None, False, "m[0].weight.grad after backward")
+ck.check_equal(m[0].bias.grad is None, True, "the frozen bias's grad")
+ck.check_equal(m.training, MODE, "m.training after the call")
+"""
+    # BatchNorm in train mode updates its running statistics in place; they come back as bytes
+    passes("def f(m, x):\n    return m(x)\n", "MODE = True\n" + test + "ck.check_equal(int(m[1].num_batches_tracked), 2, 'batches')")
+    passes("def f(m, x):\n    m.eval()\n    return m(x)\n", "MODE = False\n" + test)
+    fails("def f(m, x):\n    m[0].weight = torch.nn.Parameter(m[0].weight.detach().clone())\n    return m(x)\n",
+          "MODE = True\n" + test, "m[0].weight after the call is a different object")
+    fails("def f(m, x):\n    m[0].weight.requires_grad_(False)\n    return m(x)\n",
+          "MODE = True\n" + test, "m[0].weight.grad after backward")
+
+
+def test_lists_and_dicts_come_back_changed_with_their_items_by_identity():
+    test = """
+x = torch.ones(2, requires_grad=True)
+history, table = [1.0], {"a": x}
+f(history, table, x)
+ck.check_equal(len(history), 3, "len(history)")
+ck.check_equal(history[1], 2.0, "history[1]")
+ck.check_equal(history[2] is x, True, "history[2] is x")
+ck.check_equal(sorted(table), ["a", "b"], "the keys")
+ck.check_equal(table["b"] is history, True, "table['b'] is history")
+"""
+    passes("def f(h, t, x):\n    h.append(x.sum().item())\n    h.append(x)\n    t['b'] = h\n", test)
+    fails("def f(h, t, x):\n    h.append(x.sum())\n    h.append(x)\n    t['b'] = h\n", test, "history[1] is a torch.Tensor")
+    fails("def f(h, t, x):\n    h.append(2.0)\n    h.append(x.detach())\n    t['b'] = h\n", test, "history[2] is x is False")
+    # an object the judge cannot rebuild is held by handle: sent back, it is the kernel's own again
+    passes("def f(h):\n    h.append(h.append)\n    return h[-1].__self__ is h\n",
+           "h = []\nf(h)\nck.check_equal(f(h), True, 'the kept method')")
+
+
+def test_numpy_results_carry_dtype_shape_strides_and_the_memory_they_live_in():
+    test = """
+t = torch.arange(6, dtype=torch.int32).reshape(2, 3)
+a = f(t)
+ck.check_type(a, (np.ndarray,), "f(t)")
+ck.check_equal(str(a.dtype), "int32", "dtype")
+ck.check_equal(a.tolist(), EXPECTED, "values")
+a[...] = -1
+ck.check_close(t, torch.arange(6, dtype=torch.int32).reshape(2, 3), "t after writing into the array")
+"""
+    passes("def f(t):\n    return t.numpy().T.copy()\n", "EXPECTED = [[0, 3], [1, 4], [2, 5]]\n" + test)
+    fails("def f(t):\n    return t.numpy().T\n", "EXPECTED = [[0, 3], [1, 4], [2, 5]]\n" + test, "t after writing into the array")
+    fails("def f(t):\n    return t.numpy()[:, ::-1]\n", "EXPECTED = [[2, 1, 0], [5, 4, 3]]\n" + test, "t after writing")
+    fails("def f(t):\n    return t.numpy().astype('float64')\n", "EXPECTED = [[0, 1, 2], [3, 4, 5]]\n" + test, "dtype is")
+    errors, _, _ = run("def f(t):\n    a = t.numpy().copy()\n    a.flags.writeable = False\n    return a\n",
+                       "a = f(torch.zeros(2))\na[0] = 1")
+    assert errors and errors[0]["ename"] == "ValueError"     # read-only stays read-only
+
+
+def test_an_input_that_joins_a_graph_in_place_is_in_the_judges_graph_too():
+    test = """
+e = torch.zeros(3)
+p = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
+f(e, p)
+ck.check_grad_fn(e, "AddBackward0", "e")
+e.sum().backward()
+ck.check_grad(p, [0.5, 0.5, 0.5], "p.grad")
+"""
+    passes("def f(e, p):\n    e.mul_(0.5).add_(p, alpha=0.5)\n", test)
+    fails("def f(e, p):\n    with torch.no_grad():\n        e.mul_(0.5).add_(p, alpha=0.5)\n", test, "e.grad_fn is None")
+    test = "x = torch.ones(2, requires_grad=True)\nf(x)\nck.check_requires_grad(x, False, 'x')"
+    passes("def f(x):\n    x.requires_grad_(False)\n", test)
+
+
+def test_an_input_pointed_at_another_inputs_memory_shares_it_in_the_judge():
+    test = """
+t, source = torch.zeros(3), torch.ones(3)
+f(t, source)
+ck.check_same_storage(t, source, "t", "source")
+source.add_(1)
+ck.check_close(t, [2.0, 2.0, 2.0], "t after source changed")
+"""
+    passes("def f(t, s):\n    t.data = s\n", test)
+    fails("def f(t, s):\n    t.data = s.clone()\n", test, "t has its own storage")
+
+
+NOTHING = [{"data": None, "bumps": 0, "grad": None}]
+
+
+@pytest.mark.parametrize("reply", [
+    {"result": {"k": "v", "v": None}, "inputs": NOTHING, "containers": [[5, []]]},
+    {"result": {"k": "v", "v": None}, "inputs": NOTHING, "containers": [[True, []]]},
+    {"result": {"k": "v", "v": None}, "inputs": NOTHING, "containers": [[0, [["not", "encoded"]]]]},
+    {"result": {"k": "v", "v": None}, "inputs": NOTHING, "flags": [[0, "yes"]]},
+    {"result": {"k": "v", "v": None}, "inputs": NOTHING, "joined": [{"tensor": 3, "output": 0, "grad_fn": "X"}]},
+    {"result": {"k": "v", "v": None}, "inputs": NOTHING,
+     "rebound": [{"tensor": 0, "dtype": "float32", "shape": [3], "stride": [1], "offset": 0, "input_storage": -1}]},
+    {"result": {"k": "v", "v": None}, "inputs": NOTHING,
+     "rebound": [{"tensor": 0, "dtype": "float32", "shape": [3], "stride": [1], "offset": 1, "input_storage": 0}]},
+    {"result": {"k": "a", "dtype": "|O", "shape": [1], "strides": [8], "data": "AAAAAAAAAAA="}, "inputs": NOTHING},
+    {"result": {"k": "a", "dtype": ">f4", "shape": [1], "strides": [4], "data": "AAAAAA=="}, "inputs": NOTHING},
+    {"result": {"k": "a", "dtype": "<f4", "shape": [2], "strides": [4], "data": "AAAAAA=="}, "inputs": NOTHING},
+    {"result": {"k": "a", "dtype": "<f4", "shape": [10 ** 9], "strides": [4], "data": ""}, "inputs": NOTHING},
+    {"result": {"k": "a", "dtype": "<f4", "shape": [3], "strides": [4], "input_storage": 0, "byte_offset": 4},
+     "inputs": NOTHING},
+    {"result": {"k": "a", "dtype": "<f4", "shape": [3], "strides": [-4], "input_storage": 0, "byte_offset": 4},
+     "inputs": NOTHING},
+    {"result": {"k": "t", "dtype": "float32", "shape": ["3"], "stride": [1], "offset": 0, "input_storage": 0},
+     "inputs": NOTHING},
+    {"result": {"k": "t", "dtype": "float32", "shape": [3], "stride": [1], "offset": 0, "same_as": True},
+     "inputs": NOTHING},
+    {"result": {"k": "mref", "m": 0}, "inputs": NOTHING},
+])
+def test_a_forged_answer_about_new_kinds_is_an_error_never_a_pass(reply):
+    judge = Judge(lambda request: (reply, ""))
+    outputs = judge.run_cell("h = []\nr = f(torch.zeros(3), h)\nck.check_equal(r, None, 'r')\n"
+                             "ck.check_equal(h, [], 'h')\nck.ok('passed')")
+    errors = [o for o in outputs if o["output_type"] == "error"]
+    assert errors and errors[0]["ename"] == "JudgeError", outputs
+
+
+@pytest.mark.parametrize("reply", [
+    {"result": {"k": "v", "v": None}, "inputs": [NOTHING[0]] * 3,
+     "modules": [{"m": 0, "training": True, "params": [["weight", {"k": "v", "v": 1}]]}]},
+    {"result": {"k": "v", "v": None}, "inputs": [NOTHING[0]] * 3, "modules": [{"m": 0, "training": "no"}]},
+    {"result": {"k": "v", "v": None}, "inputs": [NOTHING[0]] * 3, "modules": [{"m": 0, "training": True,
+                                                                               "children_changed": True}]},
+    {"result": {"k": "v", "v": None}, "inputs": [NOTHING[0]] * 3, "modules": [{"m": 9, "training": True}]},
+])
+def test_a_forged_answer_about_a_module_is_an_error_never_a_pass(reply):
+    judge = Judge(lambda request: (reply, ""))
+    outputs = judge.run_cell("m = nn.Linear(2, 2)\nf(m)\nck.check_equal(m.training, True, 'training')\nck.ok('passed')")
+    errors = [o for o in outputs if o["output_type"] == "error"]
+    assert errors and errors[0]["ename"] == "JudgeError", outputs
+
+
+def test_the_judge_refuses_to_send_what_it_cannot_rebuild_there():
+    for test in ("class M(nn.Module):\n    pass\nf(M())",
+                 "m = nn.Linear(2, 2)\nm.register_forward_hook(lambda *a: None)\nf(m)",
+                 "t = torch.ones(4)\nf((t, nn.Parameter(t)))", "f(lambda: 1)"):
+        errors, _, seen = run("def f(x):\n    return 1\n", test)
+        assert errors and errors[0]["ename"] == "JudgeError" and not seen, test

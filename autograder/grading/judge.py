@@ -258,16 +258,39 @@ class RemoteFunction:
         return f"<the learner's {self.__name__}, in the kernel>"
 
 
-class _Request:
-    """The arguments of one call, by value: each storage once, each tensor with its geometry."""
+# modules the judge sends by value: classes of torch.nn whose whole state is their parameters, buffers,
+# submodules and plain attributes (rebuilt in the kernel without calling a constructor)
+MODULES = {c.__name__: c for c in (
+    torch.nn.Sequential, torch.nn.Linear, torch.nn.ReLU, torch.nn.Tanh, torch.nn.Sigmoid, torch.nn.Identity,
+    torch.nn.BatchNorm1d, torch.nn.LayerNorm, torch.nn.Dropout, torch.nn.Embedding)}
+# what nn.Module.__init__ makes: never sent (hooks must be empty; the rest is rebuilt)
+MODULE_INTERNALS = frozenset(vars(torch.nn.Module()))
+_HOOKS = tuple(k for k in MODULE_INTERNALS if "hook" in k)
 
-    def __init__(self):
+
+def _plain(v) -> bool:
+    """A module attribute the judge may send: None, bool, int, float, str, or a tuple of those."""
+    if v is None or type(v) in (bool, int, float, str):
+        return True
+    return type(v) is tuple and len(v) <= 64 and all(_plain(x) for x in v)
+
+
+class _Request:
+    """The arguments of one call, by value: each storage once, each tensor with its geometry, each
+    list, dict and module once (by identity, so that what the call does to them comes back)."""
+
+    def __init__(self, handles: "_FactsById | None" = None):
+        self.handles = handles
         self.storages: list[dict] = []
         self.storage_of: dict[int, int] = {}       # judge storage data_ptr -> index
         self.storage_tensors: list[list[torch.Tensor]] = []
         self.tensors: list[dict] = []
         self.tensor_objects: list[torch.Tensor] = []
         self.tensor_of: dict[int, int] = {}        # id(tensor) -> index
+        self.containers: list[Any] = []            # lists and dicts sent, by index
+        self.container_of: dict[int, int] = {}
+        self.modules: list[torch.nn.Module] = []
+        self.module_of: dict[int, int] = {}
 
     def encode(self, v, depth: int = 0):
         if depth > 20:
@@ -276,19 +299,50 @@ class _Request:
             return {"k": "v", "v": v}
         if type(v) is float:
             return {"k": "v", "v": v} if math.isfinite(v) else {"k": "f", "v": repr(v)}
-        if type(v) in (list, tuple):
-            return {"k": type(v).__name__, "v": [self.encode(x, depth + 1) for x in v]}
-        if type(v) is dict:
-            return {"k": "dict", "v": [[self.encode(a, depth + 1), self.encode(b, depth + 1)] for a, b in v.items()]}
+        if type(v) is tuple:
+            return {"k": "tuple", "v": [self.encode(x, depth + 1) for x in v]}
+        if type(v) in (list, dict):
+            if id(v) in self.container_of:
+                return {"k": "cref", "c": self.container_of[id(v)]}
+            self.container_of[id(v)] = c = len(self.containers)
+            self.containers.append(v)
+            if type(v) is list:
+                return {"k": "list", "c": c, "v": [self.encode(x, depth + 1) for x in v]}
+            return {"k": "dict", "c": c, "v": [[self.encode(a, depth + 1), self.encode(b, depth + 1)] for a, b in v.items()]}
         if type(v) is torch.dtype:
             return {"k": "dtype", "v": _dtype_name(v)}
         if type(v) is torch.Size:
             return {"k": "size", "v": list(v)}
         if type(v) is torch.device:
             return {"k": "device", "v": str(v)}
-        if type(v) is torch.Tensor:
+        if type(v) in (torch.Tensor, torch.nn.Parameter):
             return {"k": "t", "i": self._tensor(v)}
+        if isinstance(v, torch.nn.Module) and MODULES.get(type(v).__name__) is type(v):
+            return self._module(v, depth)
+        handle = self.handles.get(v) if self.handles is not None else None
+        if handle is not None:
+            return {"k": "handle", "h": handle}
         raise JudgeError(f"the judge cannot send a {type(v).__qualname__} to the learner's function")
+
+    def _module(self, m: torch.nn.Module, depth: int) -> dict:
+        if id(m) in self.module_of:
+            return {"k": "mref", "m": self.module_of[id(m)]}
+        if any(getattr(m, h) for h in _HOOKS if h != "_is_full_backward_hook"):
+            raise JudgeError("the judge cannot send a module with hooks")
+        self.module_of[id(m)] = i = len(self.modules)
+        self.modules.append(m)
+        attrs = []
+        for k, v in vars(m).items():
+            if k in MODULE_INTERNALS:
+                continue
+            if not _plain(v):
+                raise JudgeError(f"the judge cannot send the attribute {k!r} of a {type(m).__name__}")
+            attrs.append([k, self.encode(v, depth + 1)])
+        return {"k": "module", "m": i, "type": type(m).__name__, "training": m.training, "attrs": attrs,
+                "params": [[k, None if p is None else self.encode(p, depth + 1)] for k, p in m._parameters.items()],
+                "buffers": [[k, None if b is None else self.encode(b, depth + 1)] for k, b in m._buffers.items()],
+                "non_persistent": sorted(m._non_persistent_buffers_set),
+                "children": [[k, None if c is None else self.encode(c, depth + 1)] for k, c in m._modules.items()]}
 
     def _tensor(self, t: torch.Tensor) -> int:
         if id(t) in self.tensor_of:
@@ -300,7 +354,8 @@ class _Request:
         if ptr not in self.storage_of:
             self.storage_of[ptr] = len(self.storages)
             self.storages.append({"dtype": _dtype_name(t.dtype), "data": _b64(_raw(storage)),
-                                  "requires_grad": False, "non_leaf": False, "grad": None, "shape": None})
+                                  "requires_grad": False, "non_leaf": False, "grad": None, "shape": None,
+                                  "parameter": None})
             self.storage_tensors.append([])
         s = self.storage_of[ptr]
         entry = self.storages[s]
@@ -311,6 +366,12 @@ class _Request:
         whole = (t._base is None and t.storage_offset() == 0 and t.is_contiguous()
                  and t.numel() * t.element_size() == storage.nbytes())
         whole = bool(whole and (t.is_leaf or t.requires_grad))
+        if whole and (entry["parameter"] or (type(t) is torch.nn.Parameter and entry["shape"] is not None)):
+            raise JudgeError("the judge sends one whole tensor per storage")
+        if type(t) is torch.nn.Parameter:
+            if not whole:   # the kernel's Parameter is the leaf of its storage
+                raise JudgeError("the judge sends a Parameter only as the whole of its storage")
+            entry["parameter"] = True
         if whole:
             entry["shape"] = list(t.shape)   # the kernel's base of this storage takes its shape
             if t.is_leaf and t.grad is not None:
@@ -334,6 +395,7 @@ class Judge:
         self.rpc = rpc
         self.calls = 0
         self.facts = _FactsById()
+        self.handles = _FactsById()    # objects the kernel keeps, by the handle it gave them
         self.printed: io.StringIO | None = None
 
     # -- one cell ---------------------------------------------------------------------------
@@ -377,7 +439,7 @@ class Judge:
     # -- a call -----------------------------------------------------------------------------
     def call(self, name: str, args: tuple, kwargs: dict):
         self.calls += 1
-        request = _Request()
+        request = _Request(self.handles)
         encoded_args = [request.encode(a) for a in args]
         encoded_kwargs = {str(k): request.encode(v) for k, v in kwargs.items()}
         reply = self._ask({"op": "call", "call": self.calls, "function": name, "args": encoded_args,
@@ -392,8 +454,72 @@ class Judge:
             ename = str(raised.get("ename", "Exception"))
             ename = ename if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]{0,80}", ename) else "Exception"
             raise type(ename, (Exception,), {"__module__": "builtins"})(f"{name}() raised {ename}: {raised.get('evalue', '')}")
+        self._flags(request, reply.get("flags", []))
         rebuilt = _Rebuild(self, request, reply)
+        self._mirror(request, rebuilt, reply)
         return rebuilt.result
+
+    def _flags(self, request: _Request, flags: Any) -> None:
+        """Leaves whose requires_grad the call turned on or off (before the result joins the graph)."""
+        if not isinstance(flags, list):
+            raise JudgeError("the kernel's answer about its inputs is malformed")
+        for item in flags:
+            if not isinstance(item, list) or len(item) != 2 or not isinstance(item[1], bool):
+                raise JudgeError("the kernel's requires_grad flag is malformed")
+            t = request.tensor_objects[_index(item[0], len(request.tensor_objects))]
+            if t.is_leaf and t.requires_grad != item[1]:
+                if item[1] and not (t.dtype.is_floating_point or t.dtype.is_complex):
+                    raise JudgeError("the kernel's integer tensor claims to require grad")
+                t.requires_grad_(item[1])
+
+    def _mirror(self, request: _Request, rebuilt: "_Rebuild", reply: dict) -> None:
+        """What the call did to the lists, dicts, modules and requires_grad flags it was given."""
+        containers, modules = reply.get("containers", []), reply.get("modules", [])
+        if not all(isinstance(x, list) for x in (containers, modules)):
+            raise JudgeError("the kernel's answer about its inputs is malformed")
+        for item in containers:
+            if not isinstance(item, list) or len(item) != 2 or not isinstance(item[1], list):
+                raise JudgeError("the kernel's answer about a list or dict is malformed")
+            target = request.containers[_index(item[0], len(request.containers))]
+            if type(target) is list:
+                target[:] = [rebuilt.late(x) for x in item[1]]
+            else:
+                pairs = []
+                for pair in item[1]:
+                    if not isinstance(pair, list) or len(pair) != 2:
+                        raise JudgeError("the kernel's dict is malformed")
+                    pairs.append((rebuilt.late(pair[0]), rebuilt.late(pair[1])))
+                target.clear()
+                try:
+                    target.update(pairs)
+                except TypeError:
+                    raise JudgeError("the kernel's dict has an unhashable key") from None
+        for item in modules:
+            if not isinstance(item, dict):
+                raise JudgeError("the kernel's answer about a module is malformed")
+            m = request.modules[_index(item.get("m"), len(request.modules))]
+            if item.get("children_changed"):
+                raise JudgeError("the learner's function replaced a submodule, which the judge cannot mirror")
+            if not isinstance(item.get("training"), bool):
+                raise JudgeError("the kernel's training flag is not a bool")
+            m.training = item["training"]
+            for slot, table in (("params", m._parameters), ("buffers", m._buffers)):
+                if slot not in item:
+                    continue
+                entries = item[slot]
+                if not isinstance(entries, list) or len(entries) > 4096:
+                    raise JudgeError("the kernel's module slots are malformed")
+                new = {}
+                for entry in entries:
+                    if not isinstance(entry, list) or len(entry) != 2 or not isinstance(entry[0], str):
+                        raise JudgeError("the kernel's module slots are malformed")
+                    value = None if entry[1] is None else rebuilt.late(entry[1])
+                    if value is not None and not (type(value) is torch.nn.Parameter if slot == "params"
+                                                  else type(value) in (torch.Tensor, torch.nn.Parameter)):
+                        raise JudgeError(f"the kernel put a {type(value).__name__} among a module's {slot}")
+                    new[entry[0]] = value
+                table.clear()
+                table.update(new)
 
     def _ask(self, request: dict) -> dict:
         reply, printed = self.rpc(request)
@@ -439,12 +565,22 @@ class Judge:
         if not isinstance(rebound, list):
             raise JudgeError("the kernel's answer about rebound inputs is not a list")
         for item in rebound:
-            t = request.tensor_objects[int(item["tensor"])]
+            if not isinstance(item, dict):
+                raise JudgeError("the kernel's answer about a rebound input is malformed")
+            t = request.tensor_objects[_index(item.get("tensor"), len(request.tensor_objects))]
             dtype = DTYPES.get(item.get("dtype"))
             if dtype is None:
                 raise JudgeError("a rebound input with an unknown dtype")
-            raw = _from_b64(item["data"], torch.uint8)
-            shape, stride, offset = [int(d) for d in item["shape"]], [int(d) for d in item["stride"]], int(item["offset"])
+            shape, stride, offset = _ints(item.get("shape")), _ints(item.get("stride")), _ints([item.get("offset")])[0]
+            if "input_storage" in item:        # now in another input's memory: the judge's own
+                owner = request.storage_tensors[_index(item["input_storage"], len(request.storages))][0]
+                owner = owner._base if owner._base is not None else owner
+                if owner.dtype != dtype:
+                    raise JudgeError("a rebound input in a storage of another dtype")
+                _fits(owner.untyped_storage().nbytes(), shape, stride, offset, owner.element_size())
+                t.data = owner.detach().as_strided(shape, stride, offset)
+                continue
+            raw = _from_b64(item.get("data"), torch.uint8)
             _fits(raw.numel(), shape, stride, offset, torch.tensor([], dtype=dtype).element_size())
             flat = raw.view(dtype) if raw.numel() else torch.empty(0, dtype=dtype)
             t.data = flat.as_strided(shape, stride, offset)
@@ -480,10 +616,53 @@ class _Rebuild:
         self.new_cache: dict[int, torch.Tensor] = {}
         self.differentiable: list[tuple[int, torch.Tensor, dict]] = []
         self.placeholders: dict[int, Any] = {}
+        self.swap: dict[int, torch.Tensor] = {}
         result = self.decode(reply.get("result"), 0)
+        # what the call put into its inputs (lists, dicts, module slots) joins the same graph node
+        self.late_values = {}
+        for item in reply.get("containers", []) if isinstance(reply.get("containers"), list) else []:
+            if isinstance(item, list) and len(item) == 2 and isinstance(item[1], list):
+                for x in item[1]:
+                    for y in (x if isinstance(x, list) else [x]):
+                        self.late_values[id(y)] = self.decode(y, 1)
+        for item in reply.get("modules", []) if isinstance(reply.get("modules"), list) else []:
+            for slot in ("params", "buffers"):
+                entries = item.get(slot) if isinstance(item, dict) else None
+                for entry in entries if isinstance(entries, list) else []:
+                    if isinstance(entry, list) and len(entry) == 2 and entry[1] is not None:
+                        self.late_values[id(entry[1])] = self.decode(entry[1], 1)
+        joined = reply.get("joined", [])
+        if not isinstance(joined, list):
+            raise JudgeError("the kernel's answer about its inputs is malformed")
+        placeholders = []
+        for item in joined:
+            if not isinstance(item, dict) or not isinstance(item.get("grad_fn"), str):
+                raise JudgeError("the kernel's answer about an input's history is malformed")
+            t = request.tensor_objects[_index(item.get("tensor"), len(request.tensor_objects))]
+            if not (t.dtype.is_floating_point or t.dtype.is_complex):
+                raise JudgeError("the kernel's integer tensor claims a history")
+            stand_in = t.detach().clone()
+            self.differentiable.append((_ints([item.get("output")])[0], stand_in, item))
+            placeholders.append((t, stand_in, item["grad_fn"][:100]))
         if self.differentiable:
             result = self._connect(result)
+        # an input the call wrote into in place, from tensors that require grad: in the judge's graph
+        # too (a copy of its own values, whose backward asks the kernel), with the kernel's grad_fn name
+        for t, stand_in, name in placeholders:
+            before = t._version
+            try:
+                with torch.enable_grad():
+                    t.copy_(self.swap.get(id(stand_in), stand_in))
+            except RuntimeError as exc:
+                raise JudgeError(f"the kernel's answer about an input's history does not fit: {exc}") from None
+            self.judge.facts[t] = _Facts(name, False, True, before, t._version)
         self.result = result
+
+    def late(self, v: Any):
+        """A value the call left in one of its inputs, decoded with the result."""
+        if id(v) not in self.late_values:
+            raise JudgeError("the kernel's answer about its inputs is malformed")
+        return _replace(self.late_values[id(v)], self.swap)
 
     def decode(self, v: Any, depth: int):
         if depth > 20 or not isinstance(v, dict):
@@ -513,18 +692,27 @@ class _Rebuild:
         if kind == "dtype":
             return DTYPES[v["v"]]
         if kind == "opaque":
-            return _opaque(str(v.get("type", "object")), str(v.get("repr", ""))[:200])
+            obj = _opaque(str(v.get("type", "object")), str(v.get("repr", ""))[:200])
+            if type(v.get("h")) is int:    # sent back to the kernel, it is the kernel's object again
+                self.judge.handles[obj] = v["h"]
+            return obj
+        if kind == "cref":
+            return self.request.containers[_index(v.get("c"), len(self.request.containers))]
+        if kind == "mref":
+            return self.request.modules[_index(v.get("m"), len(self.request.modules))]
+        if kind == "a":
+            return self._array(v)
         if kind == "t":
             return self._tensor(v)
         raise JudgeError(f"the kernel's result holds an unknown kind {kind!r}")
 
     def _tensor(self, v: dict):
         if "same_as" in v:
-            return self.request.tensor_objects[int(v["same_as"])]
+            return self.request.tensor_objects[_index(v["same_as"], len(self.request.tensor_objects))]
         dtype = DTYPES.get(v.get("dtype"))
         if dtype is None:
             raise JudgeError("the kernel's tensor has an unknown dtype")
-        shape, stride, offset = [int(d) for d in v["shape"]], [int(d) for d in v["stride"]], int(v["offset"])
+        shape, stride, offset = _ints(v.get("shape")), _ints(v.get("stride")), _ints([v.get("offset")])[0]
         if any(d < 0 for d in shape + stride) or offset < 0:
             raise JudgeError("the kernel's tensor has a negative size, stride or offset")
         facts = _Facts(v.get("grad_fn") if isinstance(v.get("grad_fn"), str) else None, bool(v.get("leaf")),
@@ -543,7 +731,7 @@ class _Rebuild:
             self.judge.facts[t] = facts
             return t
         if "input_storage" in v:
-            s = int(v["input_storage"])
+            s = _index(v["input_storage"], len(self.request.storages))
             owner = self.request.storage_tensors[s][0]
             owner = owner._base if owner._base is not None else owner
             _fits(owner.untyped_storage().nbytes(), shape, stride, offset, owner.element_size())
@@ -590,7 +778,7 @@ class _Rebuild:
                 t.requires_grad_(True)
             return result
         connected = _RemoteCall.apply(self.judge, self.judge.calls, [t for _, t, _ in order], *inputs)
-        swap = {id(t): c for (_, t, _), c in zip(order, connected)}
+        swap = self.swap = {id(t): c for (_, t, _), c in zip(order, connected)}
         for (_, t, _), c in zip(order, connected):
             f = self.judge.facts.get(t) or _Facts(None, False, True, 0, 0)
             f.here = c._version
@@ -598,14 +786,78 @@ class _Rebuild:
         return _replace(result, swap)
 
 
-def _replace(obj, swap: dict):
+    def _array(self, v: dict):
+        """A NumPy array: in an input's storage, a view of the judge's own; else new memory with the
+        values sent.  Everything is checked against the storage and the bytes sent."""
+        import numpy as np
+
+        dtype = v.get("dtype")
+        if dtype not in ARRAY_DTYPES:
+            raise JudgeError("the kernel's array has a dtype the judge does not take")
+        dtype = np.dtype(dtype)
+        shape, strides = _ints(v.get("shape")), _ints(v.get("strides"), negative=True)
+        if len(shape) != len(strides) or len(shape) > 32:
+            raise JudgeError("the kernel's array has a malformed shape")
+        count = 1
+        for d in shape:
+            count *= d
+        if "input_storage" in v:
+            owner = self.request.storage_tensors[_index(v["input_storage"], len(self.request.storages))][0]
+            storage = owner.untyped_storage()
+            offset = _ints([v.get("byte_offset")])[0]
+            low = offset + sum((d - 1) * st for d, st in zip(shape, strides) if st < 0 and d > 0)
+            high = offset + sum((d - 1) * st for d, st in zip(shape, strides) if st > 0 and d > 0) + dtype.itemsize
+            if count == 0 or low < 0 or high > storage.nbytes():
+                raise JudgeError("the kernel's array reaches past the input's storage")
+            a = np.ndarray(tuple(shape), dtype=dtype, buffer=_raw(storage).numpy(), offset=offset,
+                           strides=tuple(strides))
+        else:
+            data = v.get("data")
+            if not isinstance(data, str) or len(data) > MAX_REPLY:
+                raise JudgeError("the kernel's array has no values")
+            raw = base64.b64decode(data, validate=True)
+            if len(raw) != count * dtype.itemsize:
+                raise JudgeError("the kernel sent bytes that do not fit the array")
+            a = np.frombuffer(bytearray(raw), dtype=dtype).reshape(shape)
+        if v.get("writeable") is False:
+            a.flags.writeable = False
+        return a
+
+
+ARRAY_DTYPES = frozenset({"|b1", "|i1", "|u1", "<i2", "<u2", "<i4", "<u4", "<i8", "<u8", "<f2", "<f4", "<f8",
+                          "<c8", "<c16"})
+
+
+def _index(v: Any, n: int) -> int:
+    """An index the kernel sent, into a list of ``n`` things the judge sent."""
+    if type(v) is not int or not 0 <= v < n:
+        raise JudgeError("the kernel's answer names something the judge did not send")
+    return v
+
+
+def _ints(v: Any, negative: bool = False) -> list[int]:
+    if not isinstance(v, list) or len(v) > 64 or any(type(d) is not int for d in v):
+        raise JudgeError("the kernel's answer has a malformed size")
+    if any(abs(d) >= 1 << 48 or (d < 0 and not negative) for d in v):
+        raise JudgeError("the kernel's answer has a size out of range")
+    return v
+
+
+def _replace(obj, swap: dict, depth: int = 0):
+    """``obj`` with the tensors in ``swap`` replaced; a list or dict with nothing to replace stays the
+    same object (an input list in a result is that list)."""
+    if not swap or depth > 20:
+        return obj
     if isinstance(obj, torch.Tensor):
         return swap.get(id(obj), obj)
     if type(obj) in (list, tuple):
-        items = [_replace(x, swap) for x in obj]
+        items = [_replace(x, swap, depth + 1) for x in obj]
+        if all(a is b for a, b in zip(items, obj)):
+            return obj
         return items if type(obj) is list else tuple(items)
     if type(obj) is dict:
-        return {k: _replace(v, swap) for k, v in obj.items()}
+        values = {k: _replace(v, swap, depth + 1) for k, v in obj.items()}
+        return obj if all(values[k] is v for k, v in obj.items()) else values
     return obj
 
 

@@ -20,11 +20,17 @@ from __future__ import annotations
 import base64
 import json
 import math
+import sys
 
 import torch
 
 _Tensor = torch.Tensor
 _Parameter = torch.nn.Parameter
+_Module = torch.nn.Module
+_module_init = torch.nn.Module.__init__
+_ndarray = getattr(sys.modules.get("numpy"), "ndarray", None)   # torch loads NumPy; the agent never imports it
+_id = id
+_len = len
 _type = type
 _isinstance = isinstance
 _frombuffer = torch.frombuffer
@@ -36,9 +42,20 @@ DTYPES = {str(d).removeprefix("torch."): d for d in (
     torch.float16, torch.bfloat16, torch.float32, torch.float64, torch.complex64, torch.complex128,
     torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64, torch.bool)}
 MAX_CALLS = 256            # calls kept for a later vector-Jacobian product
+# the modules the judge sends by value (its list is the same): rebuilt without calling a constructor
+MODULES = {c.__name__: c for c in (
+    torch.nn.Sequential, torch.nn.Linear, torch.nn.ReLU, torch.nn.Tanh, torch.nn.Sigmoid, torch.nn.Identity,
+    torch.nn.BatchNorm1d, torch.nn.LayerNorm, torch.nn.Dropout, torch.nn.Embedding)}
+MODULE_INTERNALS = frozenset(vars(torch.nn.Module()))
+# NumPy dtypes a result may have (byte order, kind, size), as ``dtype.str`` names them
+ARRAY_DTYPES = frozenset({"|b1", "|i1", "|u1", "<i2", "<u2", "<i4", "<u4", "<i8", "<u8", "<f2", "<f4", "<f8",
+                          "<c8", "<c16"})
 
 last_reply = ""            # read back by the judge as a user expression
 _calls: dict[int, dict] = {}
+MAX_KEPT = 4096            # objects the judge holds only by handle
+_kept: dict[int, object] = {}
+_next_handle = 0
 
 
 def _bytes_of(storage) -> bytes:
@@ -50,7 +67,19 @@ def _bytes_of(storage) -> bytes:
 def _flat(data: bytes, dtype: torch.dtype) -> _Tensor:
     if not data:
         return _empty(0, dtype=dtype)
-    return _frombuffer(bytearray(data), dtype=torch.uint8).view(dtype)
+    return _frombuffer(bytearray(data), dtype=dtype)
+
+
+def _shaped(flat: _Tensor, shape: list[int]) -> _Tensor:
+    """``flat`` with ``shape``, as a tensor of its own (not a view: in-place history is its own, as
+    it is for the tensor in the judge)."""
+    if flat.numel() == 0:
+        return _empty(shape, dtype=flat.dtype)
+    stride, step = [], 1
+    for d in reversed(shape):
+        stride.append(step)
+        step *= d
+    return _empty(0, dtype=flat.dtype).set_(flat.untyped_storage(), 0, shape, stride[::-1])
 
 
 # -- the request's values -------------------------------------------------------------------
@@ -68,8 +97,12 @@ class _Inputs:
             data = base64.b64decode(s["data"])
             base = _flat(data, dtype)
             if s.get("shape") is not None:     # a tensor passed whole: the base is that tensor
-                base = base.view(s["shape"])
+                base = _shaped(base, s["shape"])
             leaf = None
+            if s.get("parameter"):             # a Parameter is the whole of its storage, and its leaf
+                if s.get("shape") is None or s["non_leaf"]:
+                    raise ValueError("a Parameter that is not a whole leaf")
+                base = _Parameter(base, requires_grad=bool(s["requires_grad"]))
             if s["requires_grad"] and (dtype.is_floating_point or dtype.is_complex):
                 base.requires_grad_(True)
                 leaf = base
@@ -96,6 +129,10 @@ class _Inputs:
         self.storages = [base.untyped_storage() for base in self.bases]
         self.storage_ptrs = [st.data_ptr() for st in self.storages]
         self.tensor_storage = [t["storage"] for t in tensors]
+        self.flags = [t.requires_grad for t in self.tensors]
+        self.histories = [t.grad_fn for t in self.tensors]
+        self.containers: dict[int, object] = {}    # lists and dicts, by the judge's index
+        self.modules: dict[int, object] = {}
         self.ptrs = {}
         for i, base in enumerate(self.bases):
             self.ptrs[base.untyped_storage().data_ptr()] = i
@@ -111,11 +148,25 @@ class _Inputs:
             return v["v"]
         if kind == "f":
             return float(v["v"])
-        if kind in ("list", "tuple"):
-            items = [self.decode(x) for x in v["v"]]
-            return items if kind == "list" else tuple(items)
+        if kind == "tuple":
+            return tuple(self.decode(x) for x in v["v"])
+        if kind == "list":
+            out = self.containers[v["c"]] = []
+            out.extend(self.decode(x) for x in v["v"])
+            return out
         if kind == "dict":
-            return {self.decode(a): self.decode(b) for a, b in v["v"]}
+            out = self.containers[v["c"]] = {}
+            for a, b in v["v"]:
+                out[self.decode(a)] = self.decode(b)
+            return out
+        if kind == "cref":
+            return self.containers[v["c"]]
+        if kind == "module":
+            return self._module(v)
+        if kind == "mref":
+            return self.modules[v["m"]]
+        if kind == "handle":
+            return _kept[v["h"]]
         if kind == "dtype":
             return DTYPES[v["v"]]
         if kind == "size":
@@ -123,6 +174,76 @@ class _Inputs:
         if kind == "device":
             return torch.device(v["v"])
         raise ValueError(f"cannot decode a {kind!r}")
+
+    def _module(self, v):
+        cls = MODULES[v["type"]]
+        m = cls.__new__(cls)
+        _module_init(m)
+        self.modules[v["m"]] = m
+        for k, a in v["attrs"]:
+            if k in MODULE_INTERNALS or k.startswith("__"):
+                raise ValueError(f"a module attribute {k!r}")
+            m.__dict__[k] = self.decode(a)
+        m.training = bool(v["training"])
+        for k, p in v["params"]:
+            p = None if p is None else self.decode(p)
+            if p is not None and _type(p) is not _Parameter:
+                raise ValueError("a module parameter that is not a Parameter")
+            m._parameters[k] = p
+        for k, b in v["buffers"]:
+            m._buffers[k] = None if b is None else self.decode(b)
+        m._non_persistent_buffers_set.update(v["non_persistent"])
+        for k, c in v["children"]:
+            m._modules[k] = None if c is None else self.decode(c)
+        return m
+
+    def snapshot(self) -> None:
+        """What the containers and modules hold before the call, by identity."""
+        self.held = {c: self._holding(obj) for c, obj in self.containers.items()}
+        self.slots = {i: self._slots(m) for i, m in self.modules.items()}
+
+    @staticmethod
+    def _holding(obj):
+        if _type(obj) is list:
+            return [_id(x) for x in obj]
+        return [(_id(k), _id(x)) for k, x in obj.items()] if _type(obj) is dict else None
+
+    @staticmethod
+    def _slots(m):
+        return ({k: _id(p) for k, p in m._parameters.items()}, {k: _id(b) for k, b in m._buffers.items()},
+                {k: _id(c) for k, c in m._modules.items()}, m.training)
+
+    def changes(self, results) -> dict:
+        """What the call did to the containers, modules and flags it was given, by value."""
+        containers = []
+        for c, obj in self.containers.items():
+            if self._holding(obj) != self.held[c]:
+                if _type(obj) is list:
+                    containers.append([c, [results.encode(x) for x in obj]])
+                else:
+                    containers.append([c, [[results.encode(k), results.encode(x)] for k, x in obj.items()]])
+        modules = []
+        for i, m in self.modules.items():
+            params, buffers, children, training = self.slots[i]
+            now = self._slots(m)
+            entry = {"m": i, "training": m.training}
+            if now[2] != children:
+                entry["children_changed"] = True
+            if now[0] != params:
+                entry["params"] = [[k, None if p is None else results.encode(p)] for k, p in m._parameters.items()]
+            if now[1] != buffers:
+                entry["buffers"] = [[k, None if b is None else results.encode(b)] for k, b in m._buffers.items()]
+            if _len(entry) > 2 or m.training != training:
+                modules.append(entry)
+        flags = [[i, t.requires_grad] for i, t in enumerate(self.tensors)
+                 if t.requires_grad != self.flags[i] and t.is_leaf]
+        # inputs that an in-place operation put into a graph: a later backward starts from them too
+        joined = []
+        for i, t in enumerate(self.tensors):
+            if t.grad_fn is not None and t.grad_fn is not self.histories[i]:
+                joined.append({"tensor": i, "output": _len(results.differentiable), "grad_fn": _type(t.grad_fn).__name__})
+                results.differentiable.append(t)
+        return {"containers": containers, "modules": modules, "flags": flags, "joined": joined}
 
     def after(self) -> list[dict]:
         out = []
@@ -140,10 +261,15 @@ class _Inputs:
         """Inputs the call gave memory of their own (``t.data = ...``): their new storage, by value."""
         out = []
         for i, t in enumerate(self.tensors):
-            if t.untyped_storage().data_ptr() != self.storage_ptrs[self.tensor_storage[i]]:
-                out.append({"tensor": i, "dtype": str(t.dtype).removeprefix("torch."),
-                            "data": base64.b64encode(_bytes_of(t.untyped_storage())).decode(),
-                            "shape": list(t.shape), "stride": list(t.stride()), "offset": t.storage_offset()})
+            ptr = t.untyped_storage().data_ptr()
+            if ptr != self.storage_ptrs[self.tensor_storage[i]]:
+                entry = {"tensor": i, "dtype": str(t.dtype).removeprefix("torch."),
+                         "shape": list(t.shape), "stride": list(t.stride()), "offset": t.storage_offset()}
+                if ptr in self.storage_ptrs and t.untyped_storage().nbytes() > 0:   # another input's memory
+                    entry["input_storage"] = self.storage_ptrs.index(ptr)
+                else:
+                    entry["data"] = base64.b64encode(_bytes_of(t.untyped_storage())).decode()
+                out.append(entry)
         return out
 
 
@@ -163,10 +289,18 @@ class _Results:
             return {"k": "v", "v": obj}
         if _type(obj) is float:
             return {"k": "v", "v": obj} if math.isfinite(obj) else {"k": "f", "v": repr(obj)}
+        for c, given in self.inputs.containers.items():
+            if obj is given:
+                return {"k": "cref", "c": c}
+        for i, given in self.inputs.modules.items():
+            if obj is given:
+                return {"k": "mref", "m": i}
         if _type(obj) in (list, tuple):
             return {"k": _type(obj).__name__, "v": [self.encode(x, depth + 1) for x in obj]}
         if _type(obj) is dict:
             return {"k": "dict", "v": [[self.encode(a, depth + 1), self.encode(b, depth + 1)] for a, b in obj.items()]}
+        if _ndarray is not None and _type(obj) is _ndarray:
+            return self._array(obj)
         if _type(obj) is torch.Size:
             return {"k": "size", "v": list(obj)}
         if _type(obj) is torch.dtype:
@@ -174,7 +308,7 @@ class _Results:
         if _type(obj) in (_Tensor, _Parameter):
             return self._tensor(obj)
         t = _type(obj)
-        return {"k": "opaque", "type": f"{t.__module__}.{t.__qualname__}", "repr": _short_repr(obj)}
+        return {"k": "opaque", "type": f"{t.__module__}.{t.__qualname__}", "repr": _short_repr(obj), "h": _keep(obj)}
 
     def _tensor(self, t: _Tensor) -> dict:
         facts = {"k": "t", "parameter": _type(t) is _Parameter, "requires_grad": t.requires_grad,
@@ -204,6 +338,35 @@ class _Results:
         return facts
 
 
+    def _array(self, a) -> dict:
+        """A NumPy array: its dtype, shape, strides and flags; the input storage it lies in (with its
+        byte offset) or its values as bytes (C order)."""
+        dtype = a.dtype.str
+        if dtype not in ARRAY_DTYPES:
+            return {"k": "opaque", "type": f"a NumPy array of {dtype}", "repr": ""}
+        facts = {"k": "a", "dtype": dtype, "shape": list(a.shape), "strides": list(a.strides),
+                 "writeable": bool(a.flags.writeable), "owns": a.base is None}
+        address = a.__array_interface__["data"][0]
+        low = address + sum((d - 1) * st for d, st in zip(a.shape, a.strides) if st < 0 and d > 0)
+        for i, storage in enumerate(self.inputs.storages):
+            ptr, n = storage.data_ptr(), storage.nbytes()
+            if n and a.size and ptr <= low < ptr + n:
+                facts["input_storage"], facts["byte_offset"] = i, address - ptr
+                return facts
+        facts["data"] = base64.b64encode(a.tobytes(order="C")).decode()
+        return facts
+
+
+def _keep(obj) -> int:
+    """A handle for an object the judge cannot rebuild: sent back, it is this object again."""
+    global _next_handle
+    _next_handle += 1
+    _kept[_next_handle] = obj
+    while _len(_kept) > MAX_KEPT:
+        _kept.pop(next(iter(_kept)))
+    return _next_handle
+
+
 def _short_repr(obj) -> str:
     try:
         return repr(obj)[:200]
@@ -220,6 +383,7 @@ def _call(request: dict, namespace: dict) -> dict:
     inputs = _Inputs(request["storages"], request["tensors"])
     args = [inputs.decode(a) for a in request["args"]]
     kwargs = {k: inputs.decode(v) for k, v in request["kwargs"].items()}
+    inputs.snapshot()
     try:
         value = fn(*args, **kwargs)
     except BaseException as exc:  # the learner's exception is the test's failure, reported by name
@@ -228,11 +392,13 @@ def _call(request: dict, namespace: dict) -> dict:
         return {"raised": {"ename": _type(exc).__name__, "evalue": str(exc)[:2000]}, "inputs": inputs.after()}
     results = _Results(inputs)
     encoded = results.encode(value)
+    changes = inputs.changes(results)
     call = request["call"]
     _calls[call] = {"outputs": results.differentiable, "inputs": inputs.tensors}
     while len(_calls) > MAX_CALLS:
         _calls.pop(next(iter(_calls)))
-    return {"result": encoded, "storages": results.storages, "inputs": inputs.after(), "rebound": inputs.rebound()}
+    return {"result": encoded, "storages": results.storages, "inputs": inputs.after(), "rebound": inputs.rebound(),
+            **changes}
 
 
 def _vjp(request: dict) -> dict:
@@ -245,13 +411,15 @@ def _vjp(request: dict) -> dict:
             continue
         outputs.append(out)
         grads.append(_flat(base64.b64decode(g), out.dtype).view(out.shape))
-    wanted = [t for t, needs in zip(call["inputs"], request["inputs"]) if needs]
+    # the inputs the judge asks about that still require grad here (the call may have turned it off)
+    asked = [bool(needs) and t.requires_grad for t, needs in zip(call["inputs"], request["inputs"])]
+    wanted = [t for t, needs in zip(call["inputs"], asked) if needs]
     if not outputs or not wanted:
         return {"grads": [None] * len(request["inputs"])}
     found = _grad(outputs, wanted, grads, retain_graph=True, allow_unused=True)
     it = iter(found)
     out = []
-    for needs in request["inputs"]:
+    for needs in asked:
         g = next(it) if needs else None
         out.append(None if g is None else base64.b64encode(g.detach().contiguous().numpy().tobytes()).decode())
     return {"grads": out}
