@@ -309,7 +309,7 @@ def _same_verdicts(kernel: dict, judged: dict) -> list[str]:
     return bad
 
 
-JUDGED_ASSIGNMENTS = ["a3_detach", "a5_copy", "a8_devices"]
+JUDGED_ASSIGNMENTS = ["a3_detach", "a4_grad_modes", "a5_copy", "a8_devices"]
 
 
 @pytest.mark.parametrize("assignment", JUDGED_ASSIGNMENTS)

@@ -34,6 +34,7 @@ import base64
 import builtins
 import contextlib
 import io
+import itertools
 import json
 import math
 import re
@@ -46,7 +47,7 @@ from typing import Any, Callable
 
 import torch
 
-from ..kernel import checks
+from ..kernel import checks, fixtures
 from ..kernel.judge_agent import DTYPES
 
 MARKER = "# graded outside your kernel"
@@ -61,6 +62,7 @@ import torch
 from torch import nn
 import torch.nn.functional as F
 from autograder.kernel import checks as ck
+from autograder.kernel.fixtures import Recorder
 """
 
 
@@ -262,7 +264,11 @@ class RemoteFunction:
 # submodules and plain attributes (rebuilt in the kernel without calling a constructor)
 MODULES = {c.__name__: c for c in (
     torch.nn.Sequential, torch.nn.Linear, torch.nn.ReLU, torch.nn.Tanh, torch.nn.Sigmoid, torch.nn.Identity,
-    torch.nn.BatchNorm1d, torch.nn.LayerNorm, torch.nn.Dropout, torch.nn.Embedding)}
+    torch.nn.BatchNorm1d, torch.nn.LayerNorm, torch.nn.Dropout, torch.nn.Embedding, *fixtures.MODELS)}
+# functions the judge sends by name (a loss function passed to the learner's function)
+FUNCTIONS = {f.__name__: f for f in (
+    torch.nn.functional.mse_loss, torch.nn.functional.l1_loss, torch.nn.functional.cross_entropy,
+    torch.nn.functional.binary_cross_entropy_with_logits, torch.nn.functional.nll_loss)}
 # what nn.Module.__init__ makes: never sent (hooks must be empty; the rest is rebuilt)
 MODULE_INTERNALS = frozenset(vars(torch.nn.Module()))
 _HOOKS = tuple(k for k in MODULE_INTERNALS if "hook" in k)
@@ -319,6 +325,10 @@ class _Request:
             return {"k": "t", "i": self._tensor(v)}
         if isinstance(v, torch.nn.Module) and MODULES.get(type(v).__name__) is type(v):
             return self._module(v, depth)
+        if isinstance(v, types.GeneratorType):   # model.parameters(): a one-pass iterator there too
+            return {"k": "iter", "v": [self.encode(x, depth + 1) for x in itertools.islice(v, 100_000)]}
+        if any(f is v for f in FUNCTIONS.values()):
+            return {"k": "fn", "name": v.__name__}
         handle = self.handles.get(v) if self.handles is not None else None
         if handle is not None:
             return {"k": "handle", "h": handle}
@@ -335,7 +345,7 @@ class _Request:
         for k, v in vars(m).items():
             if k in MODULE_INTERNALS:
                 continue
-            if not _plain(v):
+            if not (_plain(v) or type(v) is list):   # a list goes as a list: what the call appends comes back
                 raise JudgeError(f"the judge cannot send the attribute {k!r} of a {type(m).__name__}")
             attrs.append([k, self.encode(v, depth + 1)])
         return {"k": "module", "m": i, "type": type(m).__name__, "training": m.training, "attrs": attrs,
@@ -361,11 +371,18 @@ class _Request:
         entry = self.storages[s]
         if entry["dtype"] != _dtype_name(t.dtype):
             raise JudgeError("the judge sends one dtype per storage")
-        entry["requires_grad"] |= t.requires_grad
-        entry["non_leaf"] |= t.grad_fn is not None
         whole = (t._base is None and t.storage_offset() == 0 and t.is_contiguous()
                  and t.numel() * t.element_size() == storage.nbytes())
         whole = bool(whole and (t.is_leaf or t.requires_grad))
+        # a leaf that requires grad but is not its storage's whole (``base.t().requires_grad_()``):
+        # a leaf of its own there too, on a storage that does not require grad
+        leaf_view = bool(t.is_leaf and t.requires_grad and not whole)
+        if not leaf_view:
+            entry["requires_grad"] |= t.requires_grad
+        entry["leaf_views"] = entry.get("leaf_views", False) or leaf_view
+        if entry["requires_grad"] and entry["leaf_views"]:
+            raise JudgeError("the judge cannot send a leaf view on a storage that requires grad otherwise")
+        entry["non_leaf"] |= t.grad_fn is not None
         if whole and (entry["parameter"] or (type(t) is torch.nn.Parameter and entry["shape"] is not None)):
             raise JudgeError("the judge sends one whole tensor per storage")
         if type(t) is torch.nn.Parameter:
@@ -380,7 +397,8 @@ class _Request:
         self.tensor_of[id(t)] = len(self.tensors)
         self.tensors.append({"storage": s, "shape": list(t.shape), "stride": list(t.stride()),
                              "offset": t.storage_offset(), "requires_grad": t.requires_grad,
-                             "whole": whole})
+                             "whole": whole, "leaf_view": leaf_view,
+                             "grad": _b64(t.grad) if leaf_view and t.grad is not None else None})
         self.tensor_objects.append(t)
         return self.tensor_of[id(t)]
 
@@ -454,10 +472,32 @@ class Judge:
             ename = str(raised.get("ename", "Exception"))
             ename = ename if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]{0,80}", ename) else "Exception"
             raise type(ename, (Exception,), {"__module__": "builtins"})(f"{name}() raised {ename}: {raised.get('evalue', '')}")
+        self._leaf_grads(request, reply.get("leaf_grads", []))
         self._flags(request, reply.get("flags", []))
         rebuilt = _Rebuild(self, request, reply)
         self._mirror(request, rebuilt, reply)
         return rebuilt.result
+
+    def _leaf_grads(self, request: _Request, grads: Any) -> None:
+        """What the call did to the .grad of leaves that are views (set, written into, cleared)."""
+        if not isinstance(grads, list):
+            raise JudgeError("the kernel's answer about its inputs is malformed")
+        for item in grads:
+            if not isinstance(item, list) or len(item) != 3:
+                raise JudgeError("the kernel's answer about a leaf's grad is malformed")
+            i = _index(item[0], len(request.tensor_objects))
+            t = request.tensor_objects[i]
+            if not request.tensors[i]["leaf_view"]:
+                raise JudgeError("the kernel's answer names a grad the judge did not send")
+            if item[1] is None:
+                t.grad = None
+                continue
+            flat = _from_b64(item[1], t.dtype, t.numel())
+            if item[2] is True and t.grad is not None and t.grad.shape == t.shape:
+                with torch.no_grad():
+                    t.grad.copy_(flat.view(t.shape))
+            else:
+                t.grad = flat.clone().view(t.shape)
 
     def _flags(self, request: _Request, flags: Any) -> None:
         """Leaves whose requires_grad the call turned on or off (before the result joins the graph)."""
@@ -548,11 +588,20 @@ class Judge:
                 for _ in range(min(bumps, 1000)):
                     owner.as_strided((0,), (1,), owner.storage_offset()).add_(0)
         grad = after.get("grad")
+        if after.get("grad_cleared") is True:      # the call set the leaf's .grad to None
+            for t in tensors:
+                if t.is_leaf and t._base is None:
+                    t.grad = None
+                    break
         if grad is not None:
             flat = _from_b64(grad, first.dtype, storage.nbytes() // first.element_size())
             for t in tensors:
                 if t.is_leaf and t.requires_grad and t._base is None and t.numel() == flat.numel() and t.is_contiguous():
-                    t.grad = flat.clone().view(t.shape)
+                    if after.get("grad_in_place") is True and t.grad is not None and t.grad.shape == t.shape:
+                        with torch.no_grad():       # the same .grad object, written into
+                            t.grad.copy_(flat.view(t.shape))
+                    else:
+                        t.grad = flat.clone().view(t.shape)
                     break
                 if t.requires_grad:
                     g = flat.as_strided(t.shape, t.stride(), t.storage_offset())

@@ -24,6 +24,8 @@ import sys
 
 import torch
 
+from . import fixtures as _fixtures
+
 _Tensor = torch.Tensor
 _Parameter = torch.nn.Parameter
 _Module = torch.nn.Module
@@ -45,7 +47,10 @@ MAX_CALLS = 256            # calls kept for a later vector-Jacobian product
 # the modules the judge sends by value (its list is the same): rebuilt without calling a constructor
 MODULES = {c.__name__: c for c in (
     torch.nn.Sequential, torch.nn.Linear, torch.nn.ReLU, torch.nn.Tanh, torch.nn.Sigmoid, torch.nn.Identity,
-    torch.nn.BatchNorm1d, torch.nn.LayerNorm, torch.nn.Dropout, torch.nn.Embedding)}
+    torch.nn.BatchNorm1d, torch.nn.LayerNorm, torch.nn.Dropout, torch.nn.Embedding, *_fixtures.MODELS)}
+FUNCTIONS = {f.__name__: f for f in (
+    torch.nn.functional.mse_loss, torch.nn.functional.l1_loss, torch.nn.functional.cross_entropy,
+    torch.nn.functional.binary_cross_entropy_with_logits, torch.nn.functional.nll_loss)}
 MODULE_INTERNALS = frozenset(vars(torch.nn.Module()))
 # NumPy dtypes a result may have (byte order, kind, size), as ``dtype.str`` names them
 ARRAY_DTYPES = frozenset({"|b1", "|i1", "|u1", "<i2", "<u2", "<i4", "<u4", "<i8", "<u8", "<f2", "<f4", "<f8",
@@ -92,6 +97,7 @@ class _Inputs:
         self.leaves: list[_Tensor | None] = []   # per storage: the leaf that gradients reach
         self.before: list[bytes] = []
         self.versions: list[int] = []
+        self.grads: list[tuple] = []       # per storage: the leaf's .grad before the call, and its bytes
         for s in storages:
             dtype = DTYPES[s["dtype"]]
             data = base64.b64decode(s["data"])
@@ -112,13 +118,22 @@ class _Inputs:
                     base = base.clone()
             self.bases.append(base)
             self.leaves.append(leaf)
+            self.grads.append((leaf.grad, _bytes_of(leaf.grad.untyped_storage())) if leaf is not None and leaf.grad is not None
+                              else (None, None))
             self.before.append(data)
             self.versions.append(base._version)
         self.tensors: list[_Tensor] = []
-        for t in tensors:
+        self.leaf_views: list[tuple] = []   # (index, leaf, its .grad before, that grad's bytes)
+        for i, t in enumerate(tensors):
             base = self.bases[t["storage"]]
             if t["whole"]:
                 self.tensors.append(base)
+            elif t.get("leaf_view"):          # a leaf of its own on a storage that does not require grad
+                view = base.detach().as_strided(t["shape"], t["stride"], t["offset"]).requires_grad_(True)
+                if t.get("grad") is not None:
+                    view.grad = _flat(base64.b64decode(t["grad"]), view.dtype).clone().view(t["shape"])
+                self.leaf_views.append((i, view, view.grad, None if view.grad is None else _bytes_of(view.grad.untyped_storage())))
+                self.tensors.append(view)
             else:
                 view = base.as_strided(t["shape"], t["stride"], t["offset"])
                 if not t["requires_grad"] and view.requires_grad:
@@ -167,6 +182,10 @@ class _Inputs:
             return self.modules[v["m"]]
         if kind == "handle":
             return _kept[v["h"]]
+        if kind == "iter":
+            return iter([self.decode(x) for x in v["v"]])
+        if kind == "fn":
+            return FUNCTIONS[v["name"]]
         if kind == "dtype":
             return DTYPES[v["v"]]
         if kind == "size":
@@ -243,18 +262,30 @@ class _Inputs:
             if t.grad_fn is not None and t.grad_fn is not self.histories[i]:
                 joined.append({"tensor": i, "output": _len(results.differentiable), "grad_fn": _type(t.grad_fn).__name__})
                 results.differentiable.append(t)
-        return {"containers": containers, "modules": modules, "flags": flags, "joined": joined}
+        leaf_grads = []
+        for i, view, before, before_bytes in self.leaf_views:
+            now = view.grad
+            if now is None and before is not None:
+                leaf_grads.append([i, None, False])
+            elif now is not None and (now is not before or _bytes_of(now.untyped_storage()) != before_bytes):
+                leaf_grads.append([i, base64.b64encode(now.detach().contiguous().numpy().tobytes()).decode(), now is before])
+        return {"containers": containers, "modules": modules, "flags": flags, "joined": joined, "leaf_grads": leaf_grads}
 
     def after(self) -> list[dict]:
         out = []
         for i, base in enumerate(self.bases):
             data = _bytes_of(self.storages[i])
             leaf = self.leaves[i]
-            grad = None
-            if leaf is not None and leaf.grad is not None:
-                grad = base64.b64encode(leaf.grad.detach().contiguous().numpy().tobytes()).decode()
-            out.append({"data": None if data == self.before[i] else base64.b64encode(data).decode(),
-                        "bumps": base._version - self.versions[i], "grad": grad})
+            entry = {"data": None if data == self.before[i] else base64.b64encode(data).decode(),
+                     "bumps": base._version - self.versions[i], "grad": None}
+            before, before_bytes = self.grads[i]
+            now = None if leaf is None else leaf.grad
+            if now is None and before is not None:
+                entry["grad_cleared"] = True
+            elif now is not None and (now is not before or _bytes_of(now.untyped_storage()) != before_bytes):
+                entry["grad"] = base64.b64encode(now.detach().contiguous().numpy().tobytes()).decode()
+                entry["grad_in_place"] = now is before
+            out.append(entry)
         return out
 
     def rebound(self) -> list[dict]:
