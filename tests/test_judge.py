@@ -309,7 +309,7 @@ def _same_verdicts(kernel: dict, judged: dict) -> list[str]:
     return bad
 
 
-JUDGED_ASSIGNMENTS = ["a3_detach", "a4_grad_modes", "a5_copy", "a8_devices"]
+JUDGED_ASSIGNMENTS = ["a3_detach", "a4_grad_modes", "a5_copy", "a6_deepcopy", "a8_devices"]
 
 
 @pytest.mark.parametrize("assignment", JUDGED_ASSIGNMENTS)
@@ -556,3 +556,124 @@ def test_the_judge_refuses_to_send_what_it_cannot_rebuild_there():
                  "t = torch.ones(4)\nf((t, nn.Parameter(t)))", "f(lambda: 1)"):
         errors, _, seen = run("def f(x):\n    return 1\n", test)
         assert errors and errors[0]["ename"] == "JudgeError" and not seen, test
+
+
+# -- since assignments 4 and 6: iterators, functions by name, fixture models, grads, modules made ---
+
+def test_a_generator_is_a_one_pass_iterator_and_a_loss_function_goes_by_name():
+    test = """
+m = nn.Linear(2, 1)
+ck.check_equal(f(m.parameters()), 2, "parameters seen in two loops")
+ck.check_equal(g(F.mse_loss, torch.ones(2), torch.zeros(2)), 1.0, "the loss")
+"""
+    passes("def f(ps):\n    ps = list(ps)\n    return len(ps) + len([p for p in ps])\n"
+           "def g(fn, a, b):\n    return fn(a, b).item()\n", test.replace("2, \"parameters", "4, \"parameters"))
+    fails("def f(ps):\n    return len(list(ps)) + len(list(ps))\n"
+          "def g(fn, a, b):\n    return fn(a, b).item()\n", test.replace("2, \"parameters", "4, \"parameters"),
+          "parameters seen in two loops is 2")
+    errors, _, seen = run("def f(fn):\n    return 1\n", "f(lambda a, b: 0)")
+    assert errors[0]["ename"] == "JudgeError" and not seen      # no function but the listed ones
+
+
+def test_a_fixture_model_goes_by_value_with_its_list_of_calls():
+    test = """
+from autograder.kernel.fixtures import Recorder
+model = Recorder(3, 1)
+model.calls.append("before")
+f(model, torch.ones(2, 3))
+ck.check_equal(model.calls, ["before", (False, False)], "model.calls")
+ck.check_equal(model.training, True, "model.training")
+"""
+    passes("def f(m, x):\n    m.eval()\n    with torch.no_grad():\n        m(x)\n    m.train()\n", test)
+    fails("def f(m, x):\n    m.eval()\n    m(x)\n    m.train()\n", test, "model.calls is")
+    fails("def f(m, x):\n    m.eval()\n    with torch.no_grad():\n        m(x)\n", test, "model.training is False")
+
+
+def test_a_grad_comes_back_only_when_the_call_changed_it():
+    test = """
+w = torch.ones(3, requires_grad=True)
+w.grad = torch.full((3,), 0.5)
+g = w.grad
+base = torch.zeros(2, 3)
+v = base.t().requires_grad_()            # a leaf that is a view of its storage
+v.grad = torch.ones(3, 2)
+vg = v.grad
+f(w, v)
+ck.check_equal(w.grad is g, SAME, "w.grad is the same object")
+ck.check_equal(v.grad is vg, SAME, "v.grad is the same object")
+"""
+    passes("def f(w, v):\n    pass\n", "SAME = True\n" + test + "ck.check_close(v.grad, torch.ones(3, 2), 'v.grad')")
+    passes("def f(w, v):\n    w.grad.mul_(2)\n    v.grad.zero_()\n",
+           "SAME = True\n" + test + "ck.check_close(w.grad, [1.0, 1.0, 1.0], 'w.grad')\nck.check_close(v.grad, torch.zeros(3, 2), 'v')")
+    passes("def f(w, v):\n    w.grad = None\n    v.grad = None\n",
+           "SAME = False\n" + test + "ck.check_equal((w.grad, v.grad), (None, None), 'cleared')")
+    fails("def f(w, v):\n    w.grad = w.grad.clone()\n", "SAME = True\n" + test, "w.grad is the same object is False")
+
+
+def test_a_module_the_call_makes_is_rebuilt_with_its_class_ties_and_flags():
+    test = """
+from autograder.kernel.fixtures import Tied
+torch.manual_seed(0)
+m = Tied()
+m(torch.tensor([1, 2])).sum().backward()
+c = f(m)
+ck.check_equal(type(c) is Tied, True, "type(c) is Tied")
+ck.check_equal(c.out.weight is c.emb.weight, True, "the tie")
+ck.check_equal(c.scale.requires_grad, False, "the frozen scale")
+ck.check_type(c.emb.weight, (nn.Parameter,), "c.emb.weight")
+ck.check_new_storage(c.emb.weight, m.emb.weight, "c.emb.weight", "m.emb.weight")
+ck.check_equal(c.emb.weight.grad is None, True, "the copy's .grad (Parameter's deepcopy leaves it out)")
+ck.check_close(h(m.emb.weight).grad, [2.0, 2.0], "the .grad of a new leaf")
+i = torch.tensor([0, 5])
+ck.check_close(c(i), m(i).detach(), "c(i)")
+ck.check_type(g(m), (collections.OrderedDict,), "state_dict()")
+"""
+    learner = ("import copy, collections\ndef g(m):\n    return m.state_dict()\n"
+               "def h(w):\n    c = torch.zeros(2, requires_grad=True)\n    (c * 2).sum().backward()\n    return c\n")
+    passes(learner + "def f(m):\n    return copy.deepcopy(m)\n", "import collections\n" + test)
+    fails(learner + "def f(m):\n    return copy.copy(m)\n", "import collections\n" + test, "shares memory with m.emb.weight")
+    fails(learner + "def f(m):\n    c = copy.deepcopy(m)\n"
+          "    c.out.weight = torch.nn.Parameter(c.emb.weight.detach().clone())\n    return c\n",
+          "import collections\n" + test, "the tie is False")
+
+
+def test_a_builtin_exception_is_raised_in_the_judge_as_itself_with_the_kernels_message():
+    test = """
+try:
+    f(torch.ones(1))
+except TypeError as e:
+    ck.check_equal(str(e), "needs 2 arguments", "the message")
+else:
+    raise AssertionError("no TypeError")
+"""
+    passes("def f(t):\n    raise TypeError('needs 2 arguments')\n", test)
+    errors, _, _ = run("class Mine(Exception):\n    pass\ndef f(t):\n    raise Mine('x')\n", test)
+    assert errors[0]["ename"] == "Mine"          # a learner's own class is not a TypeError here either
+
+
+@pytest.mark.parametrize("result", [
+    {"k": "rmodule", "r": 0, "type": "Module", "training": True, "attrs": [], "params": [], "buffers": [],
+     "non_persistent": [], "children": []},
+    {"k": "rmodule", "r": 0, "type": "Linear", "training": "yes", "attrs": [], "params": [], "buffers": [],
+     "non_persistent": [], "children": []},
+    {"k": "rmodule", "r": 0, "type": "Linear", "training": True, "attrs": [["_parameters", {"k": "v", "v": 1}]],
+     "params": [], "buffers": [], "non_persistent": [], "children": []},
+    {"k": "rmodule", "r": 0, "type": "Linear", "training": True, "attrs": [], "buffers": [], "non_persistent": [],
+     "params": [["weight", {"k": "v", "v": 1.0}]], "children": []},
+    {"k": "rmodule", "r": 0, "type": "Linear", "training": True, "attrs": [], "params": [], "buffers": [],
+     "non_persistent": [], "children": [["x", {"k": "v", "v": 1}]]},
+    {"k": "rmref", "r": 3},
+    {"k": "tref", "r": 0},
+    {"k": "list", "v": [{"k": "t", "dtype": "float32", "shape": [1], "stride": [1], "offset": 0, "new_storage": 0,
+                         "ref": 0},
+                        {"k": "t", "dtype": "float32", "shape": [1], "stride": [1], "offset": 0, "new_storage": 0,
+                         "ref": 0}]},
+    {"k": "t", "dtype": "float32", "shape": [1], "stride": [1], "offset": 0, "new_storage": 0, "leaf": True,
+     "grad": {"k": "t", "dtype": "float64", "shape": [1], "stride": [1], "offset": 0, "new_storage": 1}},
+])
+def test_a_forged_module_or_reference_in_a_result_is_an_error_never_a_pass(result):
+    reply = {"result": result, "inputs": NOTHING, "storages": [{"data": "AAAAAA=="}, {"data": "AAAAAAAAAAA="}]}
+    judge = Judge(lambda request: (reply, ""))
+    outputs = judge.run_cell("r = f(torch.zeros(3))\nck.ok('passed')")
+    errors = [o for o in outputs if o["output_type"] == "error"]
+    assert errors and errors[0]["ename"] == "JudgeError", outputs

@@ -32,6 +32,7 @@ from __future__ import annotations
 import ast
 import base64
 import builtins
+import collections
 import contextlib
 import io
 import itertools
@@ -471,7 +472,14 @@ class Judge:
             raised = reply["raised"]
             ename = str(raised.get("ename", "Exception"))
             ename = ename if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]{0,80}", ename) else "Exception"
-            raise type(ename, (Exception,), {"__module__": "builtins"})(f"{name}() raised {ename}: {raised.get('evalue', '')}")
+            evalue = str(raised.get("evalue", ""))[:2000]
+            builtin = getattr(builtins, ename, None)
+            if (isinstance(builtin, type) and issubclass(builtin, Exception)
+                    and not issubclass(builtin, (StopIteration, StopAsyncIteration))):
+                # a built-in exception is raised here as itself, with the kernel's message: a test that
+                # catches it (``except TypeError``) does what it would do next to the answer
+                raise builtin(evalue)
+            raise type(ename, (Exception,), {"__module__": "builtins"})(f"{name}() raised {ename}: {evalue}")
         self._leaf_grads(request, reply.get("leaf_grads", []))
         self._flags(request, reply.get("flags", []))
         rebuilt = _Rebuild(self, request, reply)
@@ -666,6 +674,8 @@ class _Rebuild:
         self.differentiable: list[tuple[int, torch.Tensor, dict]] = []
         self.placeholders: dict[int, Any] = {}
         self.swap: dict[int, torch.Tensor] = {}
+        self.refs: dict[int, torch.Tensor] = {}
+        self.result_modules: dict[int, torch.nn.Module] = {}
         result = self.decode(reply.get("result"), 0)
         # what the call put into its inputs (lists, dicts, module slots) joins the same graph node
         self.late_values = {}
@@ -727,8 +737,8 @@ class _Rebuild:
         if kind in ("list", "tuple"):
             items = [self.decode(x, depth + 1) for x in v.get("v", [])]
             return items if kind == "list" else tuple(items)
-        if kind == "dict":
-            out = {}
+        if kind in ("dict", "odict"):
+            out = {} if kind == "dict" else collections.OrderedDict()
             for pair in v.get("v", []):
                 key = self.decode(pair[0], depth + 1)
                 try:
@@ -751,6 +761,16 @@ class _Rebuild:
             return self.request.modules[_index(v.get("m"), len(self.request.modules))]
         if kind == "a":
             return self._array(v)
+        if kind == "tref":
+            if v.get("r") not in self.refs or type(v.get("r")) is not int:
+                raise JudgeError("the kernel's answer names a tensor it did not send")
+            return self.refs[v["r"]]
+        if kind == "rmodule":
+            return self._module(v, depth)
+        if kind == "rmref":
+            if v.get("r") not in self.result_modules or type(v.get("r")) is not int:
+                raise JudgeError("the kernel's answer names a module it did not send")
+            return self.result_modules[v["r"]]
         if kind == "t":
             return self._tensor(v)
         raise JudgeError(f"the kernel's result holds an unknown kind {kind!r}")
@@ -815,7 +835,61 @@ class _Rebuild:
             t = torch.nn.Parameter(t.detach(), requires_grad=facts.requires_grad)
         facts.here = t._version
         self.judge.facts[t] = facts
+        if "ref" in v:                        # the same tensor again later in the answer: this object
+            r = v["ref"]
+            if type(r) is not int or r in self.refs or len(self.refs) > 100_000:
+                raise JudgeError("the kernel's answer numbers its tensors wrongly")
+            self.refs[r] = t
+        if "grad" in v:
+            g = self.decode(v["grad"], 19)
+            if type(g) is not torch.Tensor or g.shape != t.shape or g.dtype != t.dtype or not t.is_leaf:
+                raise JudgeError("the kernel's .grad does not fit its tensor")
+            t.grad = g
         return t
+
+    def _module(self, v: dict, depth: int):
+        """A module the call made, rebuilt here from its class (the same fixed list) and its state."""
+        r = v.get("r")
+        if type(r) is not int or r in self.result_modules:
+            raise JudgeError("the kernel's answer numbers its modules wrongly")
+        cls = MODULES.get(v.get("type"))
+        if cls is None:
+            raise JudgeError("the kernel's module is of a class the judge does not rebuild")
+        m = cls.__new__(cls)
+        torch.nn.Module.__init__(m)
+        self.result_modules[r] = m
+        if not isinstance(v.get("training"), bool):
+            raise JudgeError("the kernel's training flag is not a bool")
+        m.training = v["training"]
+        for field in ("attrs", "params", "buffers", "children", "non_persistent"):
+            if not isinstance(v.get(field), list) or len(v[field]) > 4096:
+                raise JudgeError("the kernel's module is malformed")
+        for entry in v["attrs"] + v["params"] + v["buffers"] + v["children"]:
+            if not isinstance(entry, list) or len(entry) != 2 or not isinstance(entry[0], str):
+                raise JudgeError("the kernel's module is malformed")
+        for k, a in v["attrs"]:
+            if k in MODULE_INTERNALS or k.startswith("__") or not k.isidentifier():
+                raise JudgeError(f"the kernel's module has an attribute {k[:40]!r} the judge does not set")
+            m.__dict__[k] = self.decode(a, depth + 1)
+        for k, p in v["params"]:
+            p = None if p is None else self.decode(p, depth + 1)
+            if p is not None and type(p) is not torch.nn.Parameter:
+                raise JudgeError("the kernel's module parameter is not a Parameter")
+            m._parameters[k] = p
+        for k, b in v["buffers"]:
+            b = None if b is None else self.decode(b, depth + 1)
+            if b is not None and type(b) not in (torch.Tensor, torch.nn.Parameter):
+                raise JudgeError("the kernel's module buffer is not a tensor")
+            m._buffers[k] = b
+        if not all(isinstance(k, str) for k in v["non_persistent"]):
+            raise JudgeError("the kernel's module is malformed")
+        m._non_persistent_buffers_set.update(v["non_persistent"])
+        for k, c in v["children"]:
+            c = None if c is None else self.decode(c, depth + 1)
+            if c is not None and not isinstance(c, torch.nn.Module):
+                raise JudgeError("the kernel's submodule is not a module")
+            m._modules[k] = c
+        return m
 
     def _connect(self, result):
         """Route the differentiable results through one _RemoteCall node of the judge's graph."""

@@ -29,5 +29,71 @@ class Recorder(nn.Module):
         return self.drop(self.lin(x))
 
 
+class TinyNet(nn.Module):
+    """Two Linear layers with a ReLU between them (assignment 6's visible test)."""
+
+    def __init__(self):
+        super().__init__()
+        self.hidden = nn.Linear(3, 4)
+        self.out = nn.Linear(4, 2)
+
+    def forward(self, x):
+        return self.out(torch.relu(self.hidden(x)))
+
+
+class Block(nn.Module):
+    """Linear, BatchNorm1d (buffers that a forward pass in training mode updates), Linear."""
+
+    def __init__(self, width, classes):
+        super().__init__()
+        self.lin = nn.Linear(width, width)
+        self.norm = nn.BatchNorm1d(width)
+        self.head = nn.Linear(width, classes)
+
+    def forward(self, x):
+        return self.head(torch.relu(self.norm(self.lin(x))))
+
+
+class Tied(nn.Module):
+    """An embedding whose weight the output layer shares, and a frozen scale."""
+
+    def __init__(self):
+        super().__init__()
+        self.emb = nn.Embedding(6, 3)
+        self.out = nn.Linear(3, 6, bias=False)
+        self.out.weight = self.emb.weight
+        self.scale = nn.Parameter(torch.ones(3), requires_grad=False)
+
+    def forward(self, i):
+        return self.out(self.emb(i) * self.scale)
+
+
+class MLP(nn.Module):
+    """Linear, BatchNorm1d, ReLU, Dropout per layer; a constructor that needs arguments."""
+
+    def __init__(self, sizes, dropout):
+        super().__init__()
+        layers = []
+        for a, b in zip(sizes, sizes[1:]):
+            layers += [nn.Linear(a, b), nn.BatchNorm1d(b), nn.ReLU(), nn.Dropout(dropout)]
+        self.layers = nn.Sequential(*layers[:-3])
+
+    def forward(self, x):
+        return self.layers(x)
+
+
+class LM(nn.Module):
+    """Embedding, LayerNorm, Linear: a tiny language-model head."""
+
+    def __init__(self):
+        super().__init__()
+        self.emb = nn.Embedding(6, 3)
+        self.norm = nn.LayerNorm(3)
+        self.out = nn.Linear(3, 6, bias=False)
+
+    def forward(self, i):
+        return self.out(self.norm(self.emb(i)))
+
+
 # the classes a judged test may send by value, besides torch.nn's own
-MODELS = (Recorder,)
+MODELS = (Recorder, TinyNet, Block, Tied, MLP, LM)

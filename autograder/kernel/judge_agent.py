@@ -18,6 +18,7 @@ values themselves can only be right by computing them.  Standard library and tor
 from __future__ import annotations
 
 import base64
+import collections
 import json
 import math
 import sys
@@ -29,6 +30,7 @@ from . import fixtures as _fixtures
 _Tensor = torch.Tensor
 _Parameter = torch.nn.Parameter
 _Module = torch.nn.Module
+_OrderedDict = collections.OrderedDict
 _module_init = torch.nn.Module.__init__
 _ndarray = getattr(sys.modules.get("numpy"), "ndarray", None)   # torch loads NumPy; the agent never imports it
 _id = id
@@ -312,6 +314,9 @@ class _Results:
         self.new: dict[int, int] = {}        # data_ptr of a new storage -> its index
         self.storages: list[dict] = []
         self.differentiable: list[_Tensor] = []
+        self.seen: dict[int, int] = {}       # id of a tensor already sent -> its number (ties stay ties)
+        self.seen_modules: dict[int, int] = {}
+        self.alive: list = []                # what the ids above name, kept alive while encoding
 
     def encode(self, obj, depth: int = 0):
         if depth > 20:
@@ -328,10 +333,13 @@ class _Results:
                 return {"k": "mref", "m": i}
         if _type(obj) in (list, tuple):
             return {"k": _type(obj).__name__, "v": [self.encode(x, depth + 1) for x in obj]}
-        if _type(obj) is dict:
-            return {"k": "dict", "v": [[self.encode(a, depth + 1), self.encode(b, depth + 1)] for a, b in obj.items()]}
+        if _type(obj) in (dict, _OrderedDict):
+            return {"k": "dict" if _type(obj) is dict else "odict",
+                    "v": [[self.encode(a, depth + 1), self.encode(b, depth + 1)] for a, b in obj.items()]}
         if _ndarray is not None and _type(obj) is _ndarray:
             return self._array(obj)
+        if _isinstance(obj, _Module) and MODULES.get(_type(obj).__name__) is _type(obj):
+            return self._module(obj, depth)
         if _type(obj) is torch.Size:
             return {"k": "size", "v": list(obj)}
         if _type(obj) is torch.dtype:
@@ -355,6 +363,10 @@ class _Results:
             if t is given:
                 facts["same_as"] = i
                 return facts
+        if _id(t) in self.seen:
+            return {"k": "tref", "r": self.seen[_id(t)]}
+        facts["ref"] = self.seen[_id(t)] = _len(self.seen)
+        self.alive.append(t)
         ptr = t.untyped_storage().data_ptr()
         if ptr in self.inputs.ptrs and t.untyped_storage().nbytes() > 0:
             facts["input_storage"] = self.inputs.ptrs[ptr]
@@ -366,7 +378,24 @@ class _Results:
         if t.requires_grad and t.grad_fn is not None:
             facts["output"] = len(self.differentiable)
             self.differentiable.append(t)
+        if t.is_leaf and t.grad is not None and _type(t.grad) is _Tensor:
+            facts["grad"] = self._tensor(t.grad)
         return facts
+
+    def _module(self, m, depth: int) -> dict:
+        """A module the call made (a copy of a model): its class by name, its state by value."""
+        if _id(m) in self.seen_modules:
+            return {"k": "rmref", "r": self.seen_modules[_id(m)]}
+        if any(getattr(m, h) for h in MODULE_INTERNALS if "hook" in h and h != "_is_full_backward_hook"):
+            return {"k": "opaque", "type": f"a {_type(m).__name__} with hooks", "repr": "", "h": _keep(m)}
+        r = self.seen_modules[_id(m)] = _len(self.seen_modules)
+        self.alive.append(m)
+        attrs = [[k, self.encode(v, depth + 1)] for k, v in m.__dict__.items() if k not in MODULE_INTERNALS]
+        return {"k": "rmodule", "r": r, "type": _type(m).__name__, "training": m.training, "attrs": attrs,
+                "params": [[k, None if p is None else self.encode(p, depth + 1)] for k, p in m._parameters.items()],
+                "buffers": [[k, None if b is None else self.encode(b, depth + 1)] for k, b in m._buffers.items()],
+                "non_persistent": sorted(m._non_persistent_buffers_set),
+                "children": [[k, None if c is None else self.encode(c, depth + 1)] for k, c in m._modules.items()]}
 
 
     def _array(self, a) -> dict:
