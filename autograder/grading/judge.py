@@ -275,6 +275,19 @@ MODULE_INTERNALS = frozenset(vars(torch.nn.Module()))
 _HOOKS = tuple(k for k in MODULE_INTERNALS if "hook" in k)
 
 
+HOOKS = {c.__name__: c for c in fixtures.HOOKS}
+
+
+def _fixture_hooks(m: torch.nn.Module) -> list | None:
+    """The module's forward pre-hooks when they all are the fixtures' and it has no other hook; else None."""
+    if any(getattr(m, h) for h in _HOOKS if h not in ("_is_full_backward_hook", "_forward_pre_hooks")):
+        return None
+    hooks = list(m._forward_pre_hooks.values())
+    if any(HOOKS.get(type(h).__name__) is not type(h) for h in hooks):
+        return None
+    return hooks
+
+
 def _plain(v) -> bool:
     """A module attribute the judge may send: None, bool, int, float, str, or a tuple of those."""
     if v is None or type(v) in (bool, int, float, str):
@@ -338,8 +351,9 @@ class _Request:
     def _module(self, m: torch.nn.Module, depth: int) -> dict:
         if id(m) in self.module_of:
             return {"k": "mref", "m": self.module_of[id(m)]}
-        if any(getattr(m, h) for h in _HOOKS if h != "_is_full_backward_hook"):
-            raise JudgeError("the judge cannot send a module with hooks")
+        pre_hooks = _fixture_hooks(m)
+        if pre_hooks is None:
+            raise JudgeError("the judge cannot send a module with hooks (but the fixtures' forward pre-hooks)")
         self.module_of[id(m)] = i = len(self.modules)
         self.modules.append(m)
         attrs = []
@@ -353,7 +367,23 @@ class _Request:
                 "params": [[k, None if p is None else self.encode(p, depth + 1)] for k, p in m._parameters.items()],
                 "buffers": [[k, None if b is None else self.encode(b, depth + 1)] for k, b in m._buffers.items()],
                 "non_persistent": sorted(m._non_persistent_buffers_set),
-                "children": [[k, None if c is None else self.encode(c, depth + 1)] for k, c in m._modules.items()]}
+                "children": [[k, None if c is None else self.encode(c, depth + 1)] for k, c in m._modules.items()],
+                "pre_hooks": [self._fixture(h, depth + 1) for h in pre_hooks]}
+
+    def _fixture(self, h, depth: int) -> dict:
+        """A hook object of the fixtures (its class by name, its attributes: a list comes back)."""
+        if id(h) in self.module_of:
+            return {"k": "mref", "m": self.module_of[id(h)]}
+        self.module_of[id(h)] = i = len(self.modules)
+        self.modules.append(h)
+        attrs = []
+        for k, v in vars(h).items():
+            if not (_plain(v) or type(v) is list):
+                raise JudgeError(f"the judge cannot send the attribute {k!r} of a {type(h).__name__}")
+            attrs.append([k, self.encode(v, depth + 1)])
+        return {"k": "fixture", "m": i, "type": type(h).__name__, "attrs": attrs}
+
+
 
     def _tensor(self, t: torch.Tensor) -> int:
         if id(t) in self.tensor_of:
@@ -415,12 +445,16 @@ class Judge:
         self.calls = 0
         self.facts = _FactsById()
         self.handles = _FactsById()    # objects the kernel keeps, by the handle it gave them
+        self.namespace: dict[str, Any] = {}
         self.printed: io.StringIO | None = None
 
     # -- one cell ---------------------------------------------------------------------------
     def run_cell(self, source: str) -> list[dict]:
-        """Run the cell's code here; return its outputs as a kernel would have shown them."""
-        namespace: dict[str, Any] = {"__name__": "__judge__", "__builtins__": builtins}
+        """Run the cell's code here; return its outputs as a kernel would have shown them.
+
+        The judged cells of one notebook share one namespace, as cells in a kernel do (a helper that
+        one hidden test defines, a later one may use)."""
+        namespace = self.namespace
         out = io.StringIO()
         self.printed = out
         error = None
@@ -429,8 +463,10 @@ class Judge:
                 with _compile_lock:   # CPython 3.11's compiler is not safe from two threads at once
                     tree = ast.parse(source)
                     code = compile(tree, "<hidden tests>", "exec")
-                exec(_PRELUDE_CODE, namespace)
-                namespace["ck"] = _Checks(self.facts)
+                if not namespace:
+                    namespace.update({"__name__": "__judge__", "__builtins__": builtins})
+                    exec(_PRELUDE_CODE, namespace)
+                    namespace["ck"] = _Checks(self.facts)
                 defined = set(namespace) | set(dir(builtins))
                 for node in ast.walk(tree):
                     if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
@@ -546,6 +582,8 @@ class Judge:
             if not isinstance(item, dict):
                 raise JudgeError("the kernel's answer about a module is malformed")
             m = request.modules[_index(item.get("m"), len(request.modules))]
+            if not isinstance(m, torch.nn.Module):
+                raise JudgeError("the kernel's answer about a module names a hook")
             if item.get("children_changed"):
                 raise JudgeError("the learner's function replaced a submodule, which the judge cannot mirror")
             if not isinstance(item.get("training"), bool):
@@ -767,6 +805,8 @@ class _Rebuild:
             return self.refs[v["r"]]
         if kind == "rmodule":
             return self._module(v, depth)
+        if kind == "rfixture":
+            return self._fixture(v, depth)
         if kind == "rmref":
             if v.get("r") not in self.result_modules or type(v.get("r")) is not int:
                 raise JudgeError("the kernel's answer names a module it did not send")
@@ -889,7 +929,30 @@ class _Rebuild:
             if c is not None and not isinstance(c, torch.nn.Module):
                 raise JudgeError("the kernel's submodule is not a module")
             m._modules[k] = c
+        hooks = v.get("pre_hooks", [])
+        if not isinstance(hooks, list) or len(hooks) > 64:
+            raise JudgeError("the kernel's module hooks are malformed")
+        for h in hooks:
+            h = self.decode(h, depth + 1)
+            if HOOKS.get(type(h).__name__) is not type(h):
+                raise JudgeError("the kernel's module hook is not one of the fixtures'")
+            m.register_forward_pre_hook(h)
         return m
+
+    def _fixture(self, v: dict, depth: int):
+        """A hook object of the fixtures the call made, rebuilt here from its class and attributes."""
+        r = v.get("r")
+        cls = HOOKS.get(v.get("type"))
+        if type(r) is not int or r in self.result_modules or cls is None or not isinstance(v.get("attrs"), list):
+            raise JudgeError("the kernel's hook object is malformed")
+        h = cls.__new__(cls)
+        self.result_modules[r] = h
+        for entry in v["attrs"][:64]:
+            if not isinstance(entry, list) or len(entry) != 2 or not isinstance(entry[0], str) \
+                    or entry[0].startswith("__") or not entry[0].isidentifier():
+                raise JudgeError("the kernel's hook object is malformed")
+            h.__dict__[entry[0]] = self.decode(entry[1], depth + 1)
+        return h
 
     def _connect(self, result):
         """Route the differentiable results through one _RemoteCall node of the judge's graph."""

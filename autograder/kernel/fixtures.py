@@ -95,5 +95,18 @@ class LM(nn.Module):
         return self.out(self.norm(self.emb(i)))
 
 
+class SnapshotBeforeForward:
+    """A forward pre-hook (``module.register_forward_pre_hook(hook)``): before every forward pass of
+    the module, a copy of its ``state_dict()`` goes to ``self.trace`` (assignment 9's hidden tests)."""
+
+    def __init__(self):
+        self.trace = []
+
+    def __call__(self, module, args):
+        self.trace.append({name: t.detach().clone() for name, t in module.state_dict().items()})
+
+
 # the classes a judged test may send by value, besides torch.nn's own
 MODELS = (Recorder, TinyNet, Block, Tied, MLP, LM)
+# the forward pre-hooks a module sent by value may carry
+HOOKS = (SnapshotBeforeForward,)

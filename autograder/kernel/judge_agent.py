@@ -50,6 +50,7 @@ MAX_CALLS = 256            # calls kept for a later vector-Jacobian product
 MODULES = {c.__name__: c for c in (
     torch.nn.Sequential, torch.nn.Linear, torch.nn.ReLU, torch.nn.Tanh, torch.nn.Sigmoid, torch.nn.Identity,
     torch.nn.BatchNorm1d, torch.nn.LayerNorm, torch.nn.Dropout, torch.nn.Embedding, *_fixtures.MODELS)}
+HOOKS = {c.__name__: c for c in _fixtures.HOOKS}
 FUNCTIONS = {f.__name__: f for f in (
     torch.nn.functional.mse_loss, torch.nn.functional.l1_loss, torch.nn.functional.cross_entropy,
     torch.nn.functional.binary_cross_entropy_with_logits, torch.nn.functional.nll_loss)}
@@ -150,6 +151,7 @@ class _Inputs:
         self.histories = [t.grad_fn for t in self.tensors]
         self.containers: dict[int, object] = {}    # lists and dicts, by the judge's index
         self.modules: dict[int, object] = {}
+        self.fixtures: dict[int, object] = {}      # the fixtures' hook objects, by the judge's index
         self.ptrs = {}
         for i, base in enumerate(self.bases):
             self.ptrs[base.untyped_storage().data_ptr()] = i
@@ -181,7 +183,15 @@ class _Inputs:
         if kind == "module":
             return self._module(v)
         if kind == "mref":
-            return self.modules[v["m"]]
+            return self.modules[v["m"]] if v["m"] in self.modules else self.fixtures[v["m"]]
+        if kind == "fixture":
+            cls = HOOKS[v["type"]]
+            h = self.fixtures[v["m"]] = cls.__new__(cls)
+            for k, a in v["attrs"]:
+                if k.startswith("__"):
+                    raise ValueError(f"a hook attribute {k!r}")
+                h.__dict__[k] = self.decode(a)
+            return h
         if kind == "handle":
             return _kept[v["h"]]
         if kind == "iter":
@@ -216,6 +226,11 @@ class _Inputs:
         m._non_persistent_buffers_set.update(v["non_persistent"])
         for k, c in v["children"]:
             m._modules[k] = None if c is None else self.decode(c)
+        for h in v.get("pre_hooks", []):
+            h = self.decode(h)
+            if HOOKS.get(_type(h).__name__) is not _type(h):
+                raise ValueError("a hook that is not the fixtures'")
+            m.register_forward_pre_hook(h)
         return m
 
     def snapshot(self) -> None:
@@ -328,9 +343,12 @@ class _Results:
         for c, given in self.inputs.containers.items():
             if obj is given:
                 return {"k": "cref", "c": c}
-        for i, given in self.inputs.modules.items():
-            if obj is given:
-                return {"k": "mref", "m": i}
+        for table in (self.inputs.modules, self.inputs.fixtures):
+            for i, given in table.items():
+                if obj is given:
+                    return {"k": "mref", "m": i}
+        if HOOKS.get(_type(obj).__name__) is _type(obj):
+            return self._fixture(obj, depth)
         if _type(obj) in (list, tuple):
             return {"k": _type(obj).__name__, "v": [self.encode(x, depth + 1) for x in obj]}
         if _type(obj) in (dict, _OrderedDict):
@@ -386,7 +404,9 @@ class _Results:
         """A module the call made (a copy of a model): its class by name, its state by value."""
         if _id(m) in self.seen_modules:
             return {"k": "rmref", "r": self.seen_modules[_id(m)]}
-        if any(getattr(m, h) for h in MODULE_INTERNALS if "hook" in h and h != "_is_full_backward_hook"):
+        if (any(getattr(m, h) for h in MODULE_INTERNALS
+                if "hook" in h and h not in ("_is_full_backward_hook", "_forward_pre_hooks"))
+                or any(HOOKS.get(_type(h).__name__) is not _type(h) for h in m._forward_pre_hooks.values())):
             return {"k": "opaque", "type": f"a {_type(m).__name__} with hooks", "repr": "", "h": _keep(m)}
         r = self.seen_modules[_id(m)] = _len(self.seen_modules)
         self.alive.append(m)
@@ -395,7 +415,17 @@ class _Results:
                 "params": [[k, None if p is None else self.encode(p, depth + 1)] for k, p in m._parameters.items()],
                 "buffers": [[k, None if b is None else self.encode(b, depth + 1)] for k, b in m._buffers.items()],
                 "non_persistent": sorted(m._non_persistent_buffers_set),
-                "children": [[k, None if c is None else self.encode(c, depth + 1)] for k, c in m._modules.items()]}
+                "children": [[k, None if c is None else self.encode(c, depth + 1)] for k, c in m._modules.items()],
+                "pre_hooks": [self.encode(h, depth + 1) for h in m._forward_pre_hooks.values()]}
+
+    def _fixture(self, h, depth: int) -> dict:
+        """A hook object of the fixtures the call made (a deepcopy of a model copies its hooks)."""
+        if _id(h) in self.seen_modules:
+            return {"k": "rmref", "r": self.seen_modules[_id(h)]}
+        r = self.seen_modules[_id(h)] = _len(self.seen_modules)
+        self.alive.append(h)
+        return {"k": "rfixture", "r": r, "type": _type(h).__name__,
+                "attrs": [[k, self.encode(v, depth + 1)] for k, v in h.__dict__.items()]}
 
 
     def _array(self, a) -> dict:
