@@ -152,7 +152,7 @@ def test_the_report_covers_students_and_cells_and_escapes_what_students_wrote(fl
     cells = {r["cell"]: r for r in csv.DictReader((folder / "cells.csv").open())}
     assert cells["test_shares_memory"]["passed"] == "1" and cells["test_shares_memory"]["students"] == "3"
     # one each (bob's blank release, the hostile answer): the first in name order wins the tie
-    assert cells["test_shares_memory"]["most_common_diagnosis"] == f"ValueError: shares_memory() raised ValueError: {PAYLOAD}"
+    assert cells["test_shares_memory"]["most_common_diagnosis"] == f"ValueError: {PAYLOAD}"   # raised in the judge as in the kernel
     assert cells["test_predictions"]["most_common_diagnosis"].startswith("NotImplementedError: no predictions yet")
     assert cells["test_add_one_"]["pass_rate"] == "0.6667"
     assert "ValueError: " + PAYLOAD not in page

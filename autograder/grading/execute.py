@@ -109,7 +109,10 @@ class SandboxedExecute(Execute):
                       output_bytes=self.output_bytes)
 
     def preprocess(self, nb, resources, km=None):
+        from .gradebook import share_engines
         from .judge import judged_sources
+
+        share_engines()
 
         problem = _SharedPool.sandbox_problem()
         sandboxed = problem is None

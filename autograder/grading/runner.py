@@ -125,18 +125,35 @@ class SlotPool:
             slot.busy = None
             self.slots.put(slot)
 
-    def map(self, jobs: list[Job], stop: threading.Event | None = None):
+    def map(self, jobs, stop: threading.Event | None = None):
         """``(job, outcome, error)`` as the jobs finish.  Once ``stop`` is set, jobs not started
-        are cancelled, the kernels of running ones killed, and the generator ends within seconds."""
-        futures: dict[Future, Job] = {self.threads.submit(self._run, job): job for job in jobs}
-        running = set(futures)
+        are cancelled, the kernels of running ones killed, and the generator ends within seconds.
+
+        ``jobs`` is any iterable, taken a few at a time (twice as many as there are slots), and a
+        finished job is let go once yielded: a class of any size holds a bounded number of
+        notebooks in the grader's memory."""
+        jobs = iter(jobs)
+        futures: dict[Future, Job] = {}
+
+        def top_up() -> None:
+            while len(futures) < 2 * self.size:
+                job = next(jobs, None)
+                if job is None:
+                    return
+                futures[self.threads.submit(self._run, job)] = job
+
+        top_up()
         try:
-            while running:
-                done, running = wait(running, timeout=0.25, return_when=FIRST_COMPLETED)
-                yield from _as_results(futures, done)
+            while futures:
+                done, running = wait(set(futures), timeout=0.25, return_when=FIRST_COMPLETED)
+                for item in _as_results(futures, done):
+                    yield item
+                for fut in done:
+                    del futures[fut]
                 if stop is not None and stop.is_set():
                     self._interrupt(futures, running)
                     return
+                top_up()
         finally:
             for fut in futures:
                 fut.cancel()
@@ -360,6 +377,9 @@ class Grader:
 
         from . import config as configuration
 
+        from .gradebook import share_engines
+
+        share_engines()
         self.root = root.resolve()
         self.assignment = assignment
         self.config = config if config is not None else load_config(self.root)
@@ -720,7 +740,7 @@ class Grader:
 
     def _run(self, notebooks: list[str], students: list[str], results: dict[str, Result], progress,
              finished: list[Result]) -> list[Result]:
-        pending: list[Job] = []
+        pending: list[_Packed] = []
         failed: set[str] = set()         # students whose grading went wrong on the grader's side
         opened: list[str] = []
 
@@ -750,7 +770,7 @@ class Grader:
                     results[student].problems.append(f"{notebook}.ipynb was not submitted (scored zero)")
                     self.record_missing(student, notebook)
                 else:
-                    pending.append(job)
+                    pending.append(_Packed(job))
         self._event("preparing", len(opened), len(students))
         if self.stopping.is_set():       # stopped while preparing: nothing of the unfinished is run
             pending = []
@@ -781,7 +801,7 @@ class Grader:
         if not self.stopping.is_set():
             for s in opened:
                 done(s)      # (only those with nothing to run: no notebook submitted, or failed)
-        for job, outcome, error in self._execute_all(pending):
+        for job, outcome, error in self._execute_all(_unpacked(pending)):
             if self.stopping.is_set():
                 break                     # what ends after the stop is not recorded
             r = results[job.student]
@@ -804,8 +824,9 @@ class Grader:
         self.interrupted = [s for s in students if s not in done_names]
         return [results[s] for s in students if s in done_names]
 
-    def _execute_all(self, pending: list[Job]):
-        if not pending:
+    def _execute_all(self, pending):
+        """``pending`` is a sized iterable of jobs (``_unpacked``), taken as the slots need them."""
+        if not len(pending):
             return
         if self.scheduler:
             yield from self._execute_dask(pending)
@@ -816,7 +837,7 @@ class Grader:
         with SlotPool(max(1, min(self.jobs, len(pending))), self.sandboxed) as pool:
             yield from pool.map(pending, self.stopping)
 
-    def _execute_dask(self, pending: list[Job]):
+    def _execute_dask(self, pending):
         from distributed import Client, as_completed as dask_completed
 
         from .remote import run_job
@@ -829,6 +850,43 @@ class Grader:
                 if self.stopping.is_set():
                     client.cancel(list(futures))
                     return
+
+
+class _Packed:
+    """A prepared job waiting for a slot, kept compressed: a class of a thousand submissions is
+    prepared before the first runs, and its notebooks as Python objects would fill the grader."""
+
+    __slots__ = ("student", "data")
+
+    def __init__(self, job: Job):
+        import pickle
+        import zlib
+
+        self.student = job.student
+        self.data = zlib.compress(pickle.dumps(job, protocol=pickle.HIGHEST_PROTOCOL), 1)
+
+    def unpack(self) -> Job:
+        import pickle
+        import zlib
+
+        return pickle.loads(zlib.decompress(self.data))   # the grader's own data, packed above
+
+
+class _unpacked:
+    """The pending jobs, unpacked one at a time as the pool takes them, and let go after."""
+
+    def __init__(self, pending: list[_Packed]):
+        from collections import deque
+
+        self.pending = deque(pending)
+        pending.clear()
+
+    def __len__(self) -> int:
+        return len(self.pending)
+
+    def __iter__(self):
+        while self.pending:
+            yield self.pending.popleft().unpack()
 
 
 def _timeouts(outcome: Outcome) -> int:
