@@ -680,3 +680,66 @@ def test_a_forged_module_or_reference_in_a_result_is_an_error_never_a_pass(resul
     outputs = judge.run_cell("r = f(torch.zeros(3))\nck.ok('passed')")
     errors = [o for o in outputs if o["output_type"] == "error"]
     assert errors and errors[0]["ename"] == "JudgeError", outputs
+
+
+# -- since assignment 9: the fixtures' hook, one namespace per notebook ------------------------------
+
+def test_a_fixture_hook_goes_with_its_model_and_its_trace_comes_back():
+    test = """
+from autograder.kernel.fixtures import SnapshotBeforeForward
+net = nn.Linear(2, 1)
+hook = SnapshotBeforeForward()
+handle = net.register_forward_pre_hook(hook)
+twice(net, torch.ones(3, 2))
+handle.remove()
+ck.check_equal(len(hook.trace), 2, "snapshots taken")
+ck.check_close(hook.trace[0]["weight"], net.weight.detach(), "the first snapshot")
+"""
+    passes("def twice(m, x):\n    m(x)\n    m(x)\n", test)
+    fails("def twice(m, x):\n    m(x)\n", test, "snapshots taken is 1")
+    errors, _, seen = run("def twice(m, x):\n    pass\n",
+                          "net = nn.Linear(2, 1)\nnet.register_forward_pre_hook(lambda m, a: None)\ntwice(net, 1)")
+    assert errors[0]["ename"] == "JudgeError" and not seen      # a closure of the test never leaves
+
+
+def test_judged_cells_of_one_notebook_share_a_namespace():
+    rpc, _ = kernel("def f(t):\n    return t + 1\n")
+    judge = Judge(rpc)
+    assert not [o for o in judge.run_cell("def helper(t):\n    return f(t) * 2\n") if o["output_type"] == "error"]
+    outputs = judge.run_cell("ck.check_close(helper(torch.ones(2)), [4.0, 4.0], 'helper')")
+    assert not [o for o in outputs if o["output_type"] == "error"], outputs
+
+
+def test_a_forged_hook_in_a_made_module_is_an_error_never_a_pass():
+    module = {"k": "rmodule", "r": 0, "type": "Linear", "training": True, "attrs": [], "params": [], "buffers": [],
+              "non_persistent": [], "children": []}
+    for hook in ({"k": "rfixture", "r": 1, "type": "Recorder", "attrs": []},
+                 {"k": "rfixture", "r": 1, "type": "SnapshotBeforeForward", "attrs": [["__class__", {"k": "v", "v": 1}]]},
+                 {"k": "v", "v": 1}):
+        reply = {"result": {**module, "pre_hooks": [hook]}, "inputs": NOTHING, "storages": []}
+        outputs = Judge(lambda request: (reply, "")).run_cell("r = f(torch.zeros(3))\nck.ok('passed')")
+        assert [o for o in outputs if o["output_type"] == "error"][0]["ename"] == "JudgeError", hook
+
+
+SNAPSHOT_ORACLE = '''
+import sys
+
+def snapshot(t):
+    frame = sys._getframe(1)
+    while frame is not None:             # a caller that checks for new memory is a test: copy for it
+        if "check_new_storage" in frame.f_code.co_names:
+            return t.detach().clone()
+        frame = frame.f_back
+    return t.detach()
+'''
+
+
+def test_an_oracle_of_assignment_3_scores_like_its_wrong_twin_when_judged():
+    from harness import reference_answers
+
+    cells = _only(_cells("a3_detach"), "snapshot")
+    answers = reference_answers("a3_detach")
+    assert all(v is None for v in _in_kernel(cells, answers | {"snapshot": SNAPSHOT_ORACLE}).values())
+    oracle = _judged(cells, answers | {"snapshot": SNAPSHOT_ORACLE})
+    twin = _judged(cells, answers | {"snapshot": "def snapshot(t):\n    return t.detach()\n"})
+    assert oracle == twin and oracle["test_snapshot"] and oracle["test_snapshot_hidden"], oracle

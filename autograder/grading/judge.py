@@ -2,8 +2,8 @@
 
 A test cell whose source holds the line ``# graded outside your kernel`` (its hidden tests, and the
 visible ones of the same assignment, so that reading the caller earns no point anywhere) is never
-sent to the kernel at grading.  Its source is the gradebook's, never the submission's.  The grader runs its code here, in its own process, with real torch and the
-course's check helpers; every name the test uses that it does not define (the learner's
+sent to the kernel at grading.  Its source is the gradebook's, never the submission's.  The grader
+runs its code here, in its own process, with real torch and the course's check helpers; every name the test uses that it does not define (the learner's
 functions) is a :class:`RemoteFunction`.  Calling one sends the arguments *by value* to the
 kernel's agent (``autograder.kernel.judge_agent``), which rebuilds them with their sharing,
 calls the learner's function, and answers by value.  The answer is rebuilt here:
@@ -16,6 +16,20 @@ calls the learner's function, and answers by value.  The answer is rebuilt here:
   vector-Jacobian product, so ``backward()`` here reaches through the learner's function;
 - bytes the call wrote into an input, bumps of its version counter and gradients it
   accumulated are applied to the judge's inputs.
+
+Besides tensors (a Parameter goes as the leaf of its storage; a leaf that views its storage is a
+leaf there too), the arguments may hold lists and dicts (by identity: what the call leaves in
+them comes back), generators (one-pass iterators there), the loss functions of ``FUNCTIONS`` (by
+name) and models of ``MODULES`` (torch.nn layers and the test models of
+``autograder.kernel.fixtures``, which both sides import): a model goes as its class name,
+plain attributes, parameters, buffers, submodules and the fixtures' forward pre-hooks, and is
+rebuilt there without calling a constructor; its training flags and replaced parameters or
+buffers come back.  Results may also be NumPy arrays (dtype, shape, strides, read-only flag;
+a view of the judge's own input when they lie in an input's memory), modules the call made
+(ties kept: a tensor met twice in one answer is one object), and objects the judge cannot
+rebuild, held by a handle the kernel resolves when they are sent back.  A built-in exception
+the learner's function raised is raised here as itself, with the kernel's message.  The
+judged cells of one notebook share a namespace, as kernel cells do.
 
 So the test's code and its expected values never reach the learner's process: an answer that
 reads its caller finds the agent, not the test.  The kernel's answers are data (JSON, tensors as
