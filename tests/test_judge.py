@@ -743,3 +743,22 @@ def test_an_oracle_of_assignment_3_scores_like_its_wrong_twin_when_judged():
     oracle = _judged(cells, answers | {"snapshot": SNAPSHOT_ORACLE})
     twin = _judged(cells, answers | {"snapshot": "def snapshot(t):\n    return t.detach()\n"})
     assert oracle == twin and oracle["test_snapshot"] and oracle["test_snapshot_hidden"], oracle
+
+
+def test_a_leaf_the_call_made_gets_its_gradient_through_the_kernel():
+    """A parameter the call put into the model, used in the result's graph there: a backward here
+    reaches it, as it would next to the answer."""
+    test = """
+torch.manual_seed(0)
+m = nn.Linear(2, 1)
+x = torch.ones(3, 2)
+out = f(m, x)
+out.sum().backward()
+ck.check_close(m.weight.grad, [[3.0, 3.0]], "m.weight.grad")
+ck.check_close(m.bias.grad, [3.0], "m.bias.grad")
+"""
+    passes("def f(m, x):\n    m.weight = torch.nn.Parameter(m.weight.detach().clone())\n    return m(x)\n", test)
+    passes("def f(m, x):\n    w = torch.zeros(1, 2, requires_grad=True)\n    m.weight = torch.nn.Parameter(w.detach())\n"
+           "    return m(x)\n", test)
+    fails("def f(m, x):\n    m.weight = torch.nn.Parameter(m.weight.detach().clone())\n    return m(x).detach() * 1\n",
+          test, "element 0 of tensors does not require grad")

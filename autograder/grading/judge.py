@@ -241,16 +241,18 @@ class _RemoteCall(torch.autograd.Function):
     """Outputs of one of the learner's calls, in the judge's graph; backward asks the kernel."""
 
     @staticmethod
-    def forward(ctx, judge, call, outputs, *inputs):
-        ctx.judge, ctx.call, ctx.count = judge, call, len(inputs)
-        ctx.needs = [t.requires_grad for t in inputs]
-        ctx.shapes = [(t.shape, t.dtype) for t in inputs]
+    def forward(ctx, judge, call, outputs, count, *inputs):
+        # inputs: the call's input tensors, then the leaves it made (their gradients come by the
+        # judge's vjp, which accumulates them; autograd gets None for them here)
+        ctx.judge, ctx.call, ctx.count, ctx.extra = judge, call, count, len(inputs) - count
+        ctx.needs = [t.requires_grad for t in inputs[:count]]
+        ctx.shapes = [(t.shape, t.dtype) for t in inputs[:count]]
         return tuple(outputs)
 
     @staticmethod
     def backward(ctx, *grads):
         found = ctx.judge.vjp(ctx.call, grads, ctx.needs, ctx.shapes)
-        return (None, None, None, *found)
+        return (None, None, None, None, *found, *([None] * ctx.extra))
 
 
 def _opaque(type_name: str, text: str):
@@ -460,6 +462,7 @@ class Judge:
         self.facts = _FactsById()
         self.handles = _FactsById()    # objects the kernel keeps, by the handle it gave them
         self.namespace: dict[str, Any] = {}
+        self.leaves: dict[int, dict[int, weakref.ref]] = {}   # call -> leaf number -> the judge's copy
         self.printed: io.StringIO | None = None
 
     # -- one cell ---------------------------------------------------------------------------
@@ -694,6 +697,24 @@ class Judge:
             flat = raw.view(dtype) if raw.numel() else torch.empty(0, dtype=dtype)
             t.data = flat.as_strided(shape, stride, offset)
 
+    def _leaf_grads_of(self, call: int, grads: Any) -> None:
+        """Gradients that a backward through the kernel gave leaves the call made: accumulated into
+        the judge's copies of them, as autograd accumulates into a leaf."""
+        leaves = self.leaves.get(call, {})
+        if not isinstance(grads, list) or len(grads) > 100_000:
+            raise JudgeError("the kernel's gradients do not match the call")
+        for k, g in enumerate(grads):
+            ref = leaves.get(k)
+            t = ref() if ref is not None else None
+            if g is None or t is None:
+                continue
+            flat = _from_b64(g, t.dtype, t.numel()).clone().view(t.shape)
+            with torch.no_grad():
+                if t.grad is None:
+                    t.grad = flat
+                else:
+                    t.grad.add_(flat)
+
     def vjp(self, call: int, grads: tuple, needs: list[bool], shapes: list) -> list:
         encoded = [None if g is None else _b64(g) for g in grads]
         reply = self._ask({"op": "vjp", "call": call, "grads": encoded, "inputs": needs})
@@ -702,6 +723,7 @@ class Judge:
         found = reply.get("grads")
         if not isinstance(found, list) or len(found) != len(needs):
             raise JudgeError("the kernel's gradients do not match the call")
+        self._leaf_grads_of(call, reply.get("leaf_grads", []))
         out = []
         for g, (shape, dtype) in zip(found, shapes):
             if g is None:
@@ -887,6 +909,11 @@ class _Rebuild:
                     t.requires_grad_(True)
         if v.get("parameter"):
             t = torch.nn.Parameter(t.detach(), requires_grad=facts.requires_grad)
+        if "leaf_index" in v and "new_storage" in v and t.is_leaf and t.requires_grad:
+            k = v["leaf_index"]
+            if type(k) is not int or not 0 <= k < 100_000:
+                raise JudgeError("the kernel's answer numbers its leaves wrongly")
+            self.judge.leaves.setdefault(self.judge.calls, {})[k] = weakref.ref(t)
         facts.here = t._version
         self.judge.facts[t] = facts
         if "ref" in v:                        # the same tensor again later in the answer: this object
@@ -972,12 +999,15 @@ class _Rebuild:
         """Route the differentiable results through one _RemoteCall node of the judge's graph."""
         order = sorted(self.differentiable, key=lambda item: item[0])
         inputs = self.request.tensor_objects
+        made = [ref() for ref in self.judge.leaves.get(self.judge.calls, {}).values()]
+        made = [t for t in made if t is not None]
         needs_grad = [t for t in inputs if t.requires_grad]
-        if not needs_grad:
+        if not needs_grad and not made:
             for _, t, _ in order:
                 t.requires_grad_(True)
             return result
-        connected = _RemoteCall.apply(self.judge, self.judge.calls, [t for _, t, _ in order], *inputs)
+        connected = _RemoteCall.apply(self.judge, self.judge.calls, [t for _, t, _ in order], len(inputs),
+                                      *inputs, *made)
         swap = self.swap = {id(t): c for (_, t, _), c in zip(order, connected)}
         for (_, t, _), c in zip(order, connected):
             f = self.judge.facts.get(t) or _Facts(None, False, True, 0, 0)

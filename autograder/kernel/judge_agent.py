@@ -332,6 +332,7 @@ class _Results:
         self.seen: dict[int, int] = {}       # id of a tensor already sent -> its number (ties stay ties)
         self.seen_modules: dict[int, int] = {}
         self.alive: list = []                # what the ids above name, kept alive while encoding
+        self.leaves: list[_Tensor] = []      # new leaves that require grad: a backward may reach them
 
     def encode(self, obj, depth: int = 0):
         if depth > 20:
@@ -396,6 +397,9 @@ class _Results:
         if t.requires_grad and t.grad_fn is not None:
             facts["output"] = len(self.differentiable)
             self.differentiable.append(t)
+        if t.requires_grad and t.is_leaf and (t.dtype.is_floating_point or t.dtype.is_complex):
+            facts["leaf_index"] = _len(self.leaves)
+            self.leaves.append(t)
         if t.is_leaf and t.grad is not None and _type(t.grad) is _Tensor:
             facts["grad"] = self._tensor(t.grad)
         return facts
@@ -484,7 +488,7 @@ def _call(request: dict, namespace: dict) -> dict:
     encoded = results.encode(value)
     changes = inputs.changes(results)
     call = request["call"]
-    _calls[call] = {"outputs": results.differentiable, "inputs": inputs.tensors}
+    _calls[call] = {"outputs": results.differentiable, "inputs": inputs.tensors, "leaves": results.leaves}
     while len(_calls) > MAX_CALLS:
         _calls.pop(next(iter(_calls)))
     return {"result": encoded, "storages": results.storages, "inputs": inputs.after(), "rebound": inputs.rebound(),
@@ -504,15 +508,21 @@ def _vjp(request: dict) -> dict:
     # the inputs the judge asks about that still require grad here (the call may have turned it off)
     asked = [bool(needs) and t.requires_grad for t, needs in zip(call["inputs"], request["inputs"])]
     wanted = [t for t, needs in zip(call["inputs"], asked) if needs]
-    if not outputs or not wanted:
-        return {"grads": [None] * len(request["inputs"])}
-    found = _grad(outputs, wanted, grads, retain_graph=True, allow_unused=True)
+    # leaves the call made (a parameter it put into a model): the judge has them too, by value
+    leaves = [t for t in call.get("leaves", []) if t.requires_grad]
+    if not outputs or not (wanted or leaves):
+        return {"grads": [None] * len(request["inputs"]), "leaf_grads": [None] * _len(call.get("leaves", []))}
+    found = _grad(outputs, wanted + leaves, grads, retain_graph=True, allow_unused=True)
     it = iter(found)
     out = []
     for needs in asked:
         g = next(it) if needs else None
         out.append(None if g is None else base64.b64encode(g.detach().contiguous().numpy().tobytes()).decode())
-    return {"grads": out}
+    leaf_grads = []
+    for t in call.get("leaves", []):
+        g = next(it) if t.requires_grad else None
+        leaf_grads.append(None if g is None else base64.b64encode(g.detach().contiguous().numpy().tobytes()).decode())
+    return {"grads": out, "leaf_grads": leaf_grads}
 
 
 def serve(request: str, namespace: dict) -> None:
