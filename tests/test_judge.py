@@ -782,3 +782,8 @@ def test_version_checks_on_a_result_count_in_the_kernels_numbers_and_say_what_th
     with pytest.raises(checks.CheckFailed) as in_kernel:
         checks.check_version_bumped(torch.ones(1).add_(1), 1, "r")
     fails(learner, "r = f(torch.ones(2))\nck.check_version_bumped(r, 1, 'r')", str(in_kernel.value))
+
+
+def test_a_builtin_exception_that_takes_other_arguments_still_fails_under_its_own_name():
+    errors, _, _ = run("def f(t):\n    b'\\xff'.decode('utf-8')\n", "f(torch.ones(1))")
+    assert errors[0]["ename"] == "UnicodeDecodeError" and "f() raised UnicodeDecodeError" in errors[0]["evalue"]

@@ -556,7 +556,12 @@ class Judge:
                     and not issubclass(builtin, (StopIteration, StopAsyncIteration))):
                 # a built-in exception is raised here as itself, with the kernel's message: a test that
                 # catches it (``except TypeError``) does what it would do next to the answer
-                raise builtin(evalue)
+                try:
+                    exc = builtin(evalue)
+                except Exception:     # one that takes other arguments (UnicodeDecodeError)
+                    exc = None
+                if exc is not None:
+                    raise exc
             raise type(ename, (Exception,), {"__module__": "builtins"})(f"{name}() raised {ename}: {evalue}")
         self._leaf_grads(request, reply.get("leaf_grads", []))
         self._flags(request, reply.get("flags", []))
