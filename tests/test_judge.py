@@ -532,6 +532,12 @@ NOTHING = [{"data": None, "bumps": 0, "grad": None}]
     {"result": {"k": "t", "dtype": "float32", "shape": [3], "stride": [1], "offset": 0, "same_as": True},
      "inputs": NOTHING},
     {"result": {"k": "mref", "m": 0}, "inputs": NOTHING},
+    {"result": {"k": "t", "meta": True, "dtype": "float32", "shape": [1 << 45], "stride": [1], "offset": 0},
+     "inputs": NOTHING},
+    {"result": {"k": "t", "meta": True, "dtype": "int64", "shape": [2], "stride": [1], "offset": 0,
+                "requires_grad": True}, "inputs": NOTHING},
+    {"result": {"k": "v", "v": None}, "inputs": NOTHING, "containers": [[0, [{"k": "a", "dtype": "<f8", "shape": [2],
+                                                                             "strides": [8], "data": "A" * 12}]]]},
 ])
 def test_a_forged_answer_about_new_kinds_is_an_error_never_a_pass(reply):
     judge = Judge(lambda request: (reply, ""))
