@@ -16,7 +16,7 @@ SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 UV_VERSION := 0.13.9
 FIND_LINKS ?= $(shell $(PYTHON) -m pip config get global.find-links 2>/dev/null)
 
-.PHONY: setup lab lab-instructor test conformance exercises lectures check-exercises doctor system-deps test-deps bench clean site handout
+.PHONY: setup lab lab-instructor test conformance exercises lectures check-exercises doctor system-deps test-deps bench bench-memory clean site handout
 
 setup: $(STAMP) system-deps
 
@@ -98,9 +98,14 @@ site: setup
 handout: setup
 	$(PY) -m autograder handout
 
-# Plain `nbgrader autograde` against `python -m autograder grade` on the same N submissions.
+# Plain `nbgrader autograde` against `copy-that grade --all` on PER correct submissions of every
+# assignment (4 and 16 by default), with the cells alone as a floor: ratios, identical scores.
 bench: test-deps
-	PYTHONPATH=tests $(PY) bench/grade_bench.py --n $(or $(N),40)
+	PYTHONPATH=tests $(PY) bench/grade_bench.py --per $(or $(PER),4 16)
+
+# The grader's memory over a class of N submissions (1,000 by default): its peak RSS and growth.
+bench-memory: test-deps
+	PYTHONPATH=tests $(PY) bench/memory_bench.py --n $(or $(N),1000)
 
 doctor: setup
 	$(PY) -m autograder doctor

@@ -274,28 +274,68 @@ class _ProgressReport:
 
 
 def cmd_grade(args: argparse.Namespace) -> int:
-    import signal
-    import time
+    """Grade one assignment, or several one after another on one pool of started slots (the
+    fork servers start once for the whole call); the exit status is the worst of them."""
+    import contextlib
 
     from .grading.config import GradeOptions
-    from .grading.runner import Grader, GradingError
+    from .grading.runner import GradingError, SlotPool
 
     try:
         root, cfg = _grading_config(args)
         options = GradeOptions(config=cfg)
-        grader = Grader(root, args.assignment, students=args.student or None, config=cfg,
+    except (GradingError, FileNotFoundError) as exc:
+        console.print(f"[red]{_plain(exc, 4000, True)}[/]")
+        return 2
+    assignments = list(args.assignment or [])
+    if args.all:
+        from nbgrader.coursedir import CourseDirectory
+
+        source = root / CourseDirectory(config=cfg).source_directory
+        assignments += sorted(p.name for p in source.iterdir() if p.is_dir() and p.name not in assignments) \
+            if source.is_dir() else []
+    if not assignments:
+        console.print("[red]name an assignment to grade (or --all)[/]")
+        return 2
+    shared: dict = {}      # the slot pool, started by the first assignment that has work
+    worst = 0
+    with contextlib.ExitStack() as stack:
+        def pool_for(grader):
+            if len(assignments) == 1 or grader.scheduler:
+                return None
+            if "pool" not in shared:
+                shared["pool"] = stack.enter_context(SlotPool(max(1, grader.jobs), grader.sandboxed))
+            return shared["pool"]
+
+        for assignment in assignments:
+            code = _grade_one(args, root, cfg, options, assignment, pool_for)
+            rank = {0: 0, 1: 1, 2: 2, 130: 3}     # interrupted, then could not start, then failed
+            worst = max(worst, code, key=lambda c: rank.get(c, 2))
+            if code == 130:       # stopped: the assignments after it are not started
+                break
+    return worst
+
+
+def _grade_one(args, root, cfg, options, assignment: str, pool_for) -> int:
+    import signal
+    import time
+
+    from .grading.runner import Grader, GradingError
+
+    try:
+        grader = Grader(root, assignment, students=args.student or None, config=cfg,
                         only_changed=not options.force, log=lambda m: console.print(f"[bold red]{_plain(m, 4000, True)}[/]"))
     except (GradingError, FileNotFoundError) as exc:
         console.print(f"[red]{_plain(exc, 4000, True)}[/]")
         return 2
     source = grader.root / grader.coursedir.source_directory
     known = sorted(p.name for p in source.iterdir() if p.is_dir()) if source.is_dir() else []
-    if args.assignment not in known:
-        console.print(f"[red]no assignment {_plain(repr(args.assignment))} in {grader.coursedir.source_directory}/; "
+    if assignment not in known:
+        console.print(f"[red]no assignment {_plain(repr(assignment))} in {grader.coursedir.source_directory}/; "
                       f"there are: {', '.join(known) or 'none'}[/]")
         return 2
     if not grader.students:
-        console.print(f"[yellow]no submissions found in submitted/*/{_plain(args.assignment)}/[/]")
+        console.print(f"[yellow]no submissions found in submitted/*/{_plain(assignment)}/[/]")
         return 0
 
     def interrupt(signum, frame):
@@ -310,7 +350,8 @@ def cmd_grade(args: argparse.Namespace) -> int:
     start = time.monotonic()
     previous = signal.signal(signal.SIGINT, interrupt)
     try:
-        with _ProgressReport(args.assignment, options.progress_seconds) as report:
+        grader.pool = pool_for(grader)
+        with _ProgressReport(assignment, options.progress_seconds) as report:
             grader.events = report.event
             results = grader.run()
     except GradingError as exc:
@@ -332,7 +373,7 @@ def cmd_grade(args: argparse.Namespace) -> int:
     except Exception as exc:   # the grades are in the gradebook whatever happens to the report
         page = None
         console.print(f"[red]could not write the report: {type(exc).__name__}: {_plain(exc)}[/]")
-    return _summary(args.assignment, grader, results, wall, page)
+    return _summary(assignment, grader, results, wall, page)
 
 
 def _summary(assignment: str, grader, results, wall: float, page) -> int:
@@ -460,7 +501,9 @@ def build_parser() -> argparse.ArgumentParser:
                                        "reads (the Jupyter config folder's nbgrader_config.py, then the course's); "
                                        "a flag overrides the file. Unchanged submissions are not graded again "
                                        "(--force: all). A report goes to reports/ASSIGNMENT/.")
-        p.add_argument("assignment")
+        p.add_argument("assignment", nargs="*",
+                       help="one or more assignments, graded one after another on the same started slots")
+        p.add_argument("--all", action="store_true", help="every assignment in the course's source folder")
         p.add_argument("--student", action="append", metavar="ID",
                        help="grade only this student, changed or not (repeatable)")
         p.add_argument("--force", action="store_true", default=None,

@@ -1,98 +1,134 @@
-"""Benchmark: plain `nbgrader autograde` against `python -m autograder grade`, side by side.
+"""Benchmark: plain `nbgrader autograde` against `copy-that grade`, side by side (``make bench``).
 
-The same N honest submissions of one assignment (the reference answers and the answer corpus's
-right and wrong answers, in turn) are graded three times in one run, each in its own scratch
-course: by plain nbgrader with its stock ``Execute`` (one fresh kernel per notebook, one after
-another: the baseline), by plain nbgrader with the course configuration (its ``SandboxedExecute``:
-one slot), and by `grade` (sandboxed fork-server slots, --jobs in parallel).  Per-cell scores must
-agree; the wall-time ratios against the baseline are printed.  Run with `make bench` (N=40 by default) or
-`.venv/bin/python bench/grade_bench.py --n 40 --assignment a1_views`.
+For each class size (``--per``: submissions per assignment, 4 and 16 by default) the same correct
+submissions of every assignment (the reference answers and the answer corpus's right answers, in
+turn) are graded in one run, each way in its own scratch course:
+
+- the baseline: plain ``nbgrader autograde "*"`` with nbgrader's stock ``Execute`` (one fresh
+  kernel per notebook, one after another), as one command;
+- ``copy-that grade --all`` as an instructor types it: one command, sandboxed fork-server slots,
+  ``--jobs`` at once;
+- the cells alone: the same notebooks run by ``tests/inprocess.py`` (torch loaded once, one
+  forked IPython shell per notebook, no kernel, no gradebook): a floor for any grader.
+
+Per-cell scores of the baseline and ``grade`` must be identical.  Printed: ratios, never a bare
+time (the machine is shared and noisy): the baseline over ``grade`` (the speed-up), and ``grade``
+over the cells alone.  ``--course-config`` adds plain nbgrader with the course's configuration
+(its ``SandboxedExecute``, one slot).
+
+    PYTHONPATH=tests .venv/bin/python bench/grade_bench.py --per 4 16
 """
 from __future__ import annotations
 
 import argparse
 import importlib
 import os
-import shutil
+import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
 
-from harness import scratch_course, submission, submit  # tests/ is on PYTHONPATH (make bench sets it)
+import nbformat
+
+from corpus import graded_notebook   # tests/ is on PYTHONPATH (make bench sets it)
+from harness import ROOT, scratch_course, submission, submit
 
 from autograder.course.build import run_nbgrader
-from autograder.grading.runner import Grader
+from autograder.course.layout import assignments
 
 
-def honest_submissions(assignment: str, n: int) -> dict:
+def correct_submissions(assignment: str, n: int) -> dict:
+    """n correct submissions: the reference answers and each right answer of the corpus, in turn."""
     answers = importlib.import_module(f"answers.{assignment}")
-    variants = [submission(assignment)]
-    variants += [submission(assignment, {a.cell: a.source}) for a in answers.RIGHT + answers.WRONG]
+    variants = [submission(assignment)] + [submission(assignment, {a.cell: a.source}) for a in answers.RIGHT]
     return {f"student{i:03d}": variants[i % len(variants)] for i in range(n)}
 
 
-def cell_scores(root: Path, assignment: str, students) -> dict:
+def cell_scores(root: Path, subs: dict) -> dict:
     from nbgrader.api import Gradebook
 
     out = {}
     with Gradebook(f"sqlite:///{root / 'gradebook.db'}") as gb:
-        for s in students:
-            for nb in gb.find_submission(assignment, s).notebooks:
-                for g in nb.grades:
-                    out[(s, g.name)] = g.auto_score
+        for assignment, students in subs.items():
+            for s in students:
+                for nb in gb.find_submission(assignment, s).notebooks:
+                    for g in nb.grades:
+                        out[(assignment, s, g.name)] = g.auto_score
     return out
+
+
+def timed(fn) -> float:
+    start = time.perf_counter()
+    fn()
+    return time.perf_counter() - start
+
+
+def must(proc: subprocess.CompletedProcess, what: str) -> None:
+    if proc.returncode != 0:
+        raise SystemExit(f"{what} failed:\n{(proc.stdout or '')[-2000:]}\n{(proc.stderr or '')[-3000:]}")
+
+
+def one_size(per: int, names: list[str], jobs: int, course_config: bool, tmp: Path) -> dict:
+    subs = {a: correct_submissions(a, per) for a in names}
+    roots = {}
+    for label in ("plain", "ours") + (("course",) if course_config else ()):
+        root = roots[label] = scratch_course(tmp / f"{label}-{per}")
+        for assignment, students in subs.items():
+            for student, nb in students.items():
+                submit(root, assignment, student, nb)
+    with open(roots["plain"] / "nbgrader_config.py", "a") as config:   # nbgrader's own Execute again
+        config.write("\nc.Autograde.pop('autograde_preprocessors', None)\n")
+
+    figures = {}
+    figures["plain"] = timed(lambda: must(run_nbgrader("autograde", "*", cwd=roots["plain"]), "nbgrader autograde"))
+    if course_config:
+        figures["course"] = timed(lambda: must(run_nbgrader("autograde", "*", cwd=roots["course"]),
+                                               "nbgrader autograde (course config)"))
+    grade = [sys.executable, "-m", "autograder", "grade", "--all", "--jobs", str(jobs)]
+    figures["ours"] = timed(lambda: must(subprocess.run(grade, cwd=roots["ours"], capture_output=True, text=True),
+                                         "copy-that grade"))
+    cells = tmp / f"cells-{per}"
+    cells.mkdir()
+    for assignment, students in subs.items():
+        for student, nb in students.items():
+            nbformat.write(graded_notebook(assignment, nb), cells / f"{assignment}--{student}.ipynb")
+    figures["cells"] = timed(lambda: must(subprocess.run([sys.executable, str(ROOT / "tests" / "inprocess.py"),
+                                                          str(cells)], capture_output=True, text=True),
+                                          "the cells alone"))
+    a, b = cell_scores(roots["plain"], subs), cell_scores(roots["ours"], subs)
+    figures["cells_compared"] = len(a)
+    figures["differ"] = sorted(k for k in a if a[k] != b.get(k))
+    if course_config:
+        c = cell_scores(roots["course"], subs)
+        figures["differ"] += sorted(k for k in a if a[k] != c.get(k))
+    figures["notebooks"] = per * len(names)
+    return figures
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--n", type=int, default=40)
-    parser.add_argument("--assignment", default="a1_views")
+    parser.add_argument("--per", type=int, nargs="+", default=[4, 16], help="submissions per assignment")
+    parser.add_argument("--assignment", action="append", help="only this assignment (repeatable; default all)")
     parser.add_argument("--jobs", type=int, default=os.cpu_count())
+    parser.add_argument("--course-config", action="store_true",
+                        help="also time plain nbgrader with the course configuration")
     args = parser.parse_args()
-
-    subs = honest_submissions(args.assignment, args.n)
+    names = args.assignment or assignments(ROOT)
+    ok = True
+    print(f"{len(names)} assignments, {os.cpu_count()} cores, grade --jobs {args.jobs}; correct submissions")
+    print(f"{'per assignment':>14} {'notebooks':>9} {'plain / grade':>14} {'grade / cells alone':>20} "
+          + (f"{'plain / course config':>22} " if args.course_config else "") + "scores")
     with tempfile.TemporaryDirectory(prefix="copy-that-bench-") as tmp:
-        plain = scratch_course(Path(tmp) / "plain", args.assignment)
-        with open(plain / "nbgrader_config.py", "a") as config:   # nbgrader's own Execute again
-            config.write("\nc.Autograde.pop('autograde_preprocessors', None)\n")
-        course = scratch_course(Path(tmp) / "course", args.assignment)
-        ours = scratch_course(Path(tmp) / "ours", args.assignment)
-        for student, nb in subs.items():
-            for root in (plain, course, ours):
-                submit(root, args.assignment, student, nb)
-
-        t0 = time.perf_counter()
-        proc = run_nbgrader("autograde", args.assignment, cwd=plain)
-        plain_s = time.perf_counter() - t0
-        if proc.returncode != 0:
-            print(proc.stderr[-3000:])
-            return 1
-
-        t0 = time.perf_counter()
-        proc = run_nbgrader("autograde", args.assignment, cwd=course)
-        course_s = time.perf_counter() - t0
-        if proc.returncode != 0 or "SandboxedExecute" in proc.stderr and "Traceback" in proc.stderr:
-            print(proc.stderr[-3000:])
-            return 1
-
-        t0 = time.perf_counter()
-        results = Grader(ours, args.assignment, jobs=args.jobs, log=print).run()
-        ours_s = time.perf_counter() - t0
-
-        a = cell_scores(plain, args.assignment, subs)
-        b, c = cell_scores(ours, args.assignment, subs), cell_scores(course, args.assignment, subs)
-        differ = sorted(k for k in a if a[k] != b.get(k) or a[k] != c.get(k))
-        flagged = [r.student for r in results if r.flags or r.problems]
-    print(f"submissions: {args.n} of {args.assignment} ({len(a)} graded cells), machine: {os.cpu_count()} cores")
-    print(f"plain nbgrader autograde, stock Execute: {plain_s:7.1f} s  ({plain_s / args.n:.2f} s per submission)")
-    print(f"plain nbgrader autograde, course config (sandboxed, one slot): {course_s:7.1f} s  "
-          f"({course_s / args.n:.2f} s per submission, {plain_s / course_s:.1f}x)")
-    print(f"autograder grade --jobs {args.jobs}: {ours_s:7.1f} s  ({ours_s / args.n:.2f} s per submission, "
-          f"sandboxed: {'yes' if shutil.which('bwrap') else 'no'})")
-    print(f"speed-up: {plain_s / ours_s:.1f}x")
-    print(f"scores identical in every cell: {not differ}" + (f"  (differ: {differ[:5]})" if differ else ""))
-    print(f"flagged or with problems: {len(flagged)}")
-    return 0 if not differ and not flagged else 1
+        for per in args.per:
+            f = one_size(per, names, args.jobs, args.course_config, Path(tmp))
+            same = not f["differ"]
+            ok &= same
+            print(f"{per:>14} {f['notebooks']:>9} {f['plain'] / f['ours']:>13.1f}x {f['ours'] / f['cells']:>19.1f}x "
+                  + (f"{f['plain'] / f['course']:>21.1f}x " if args.course_config else "")
+                  + (f"identical in all {f['cells_compared']} cells" if same else f"DIFFER: {f['differ'][:5]}"),
+                  flush=True)
+    return 0 if ok else 1
 
 
 if __name__ == "__main__":

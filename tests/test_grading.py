@@ -236,3 +236,32 @@ def test_a_closed_pool_leaves_no_cgroup_and_no_mount_behind():
     assert not [d for d in groups if d.exists()], groups
     mounts = Path("/proc/self/mounts").read_text()
     assert f" {scratch} " not in mounts
+
+
+@SANDBOX
+def test_grade_takes_several_assignments_and_starts_their_slots_once(tmp_path, monkeypatch, capsys):
+    """`grade a1_views a5_copy`: both graded, one summary line each, the slots started once."""
+    import autograder.grading.runner as runner
+    from autograder import cli
+
+    root = scratch_course(tmp_path / "c")
+    for assignment in ("a1_views", "a5_copy"):
+        submit(root, assignment, "alice", submission(assignment))
+        submit(root, assignment, "bob", submission(assignment, blank=True))
+    starts = []
+    enter = runner.SlotPool.__enter__
+
+    def counted(pool):
+        starts.append(pool.size)
+        return enter(pool)
+
+    monkeypatch.setattr(runner.SlotPool, "__enter__", counted)
+    monkeypatch.chdir(root)
+    code = cli.main(["grade", "a1_views", "a5_copy", "--jobs", "2"])
+    out = " ".join(capsys.readouterr().out.split())
+    assert code == 0, out
+    assert starts == [2], f"the slot pool was started {len(starts)} times"
+    for assignment, full in (("a1_views", 13.0), ("a5_copy", 10.0)):
+        assert f"{assignment}: 2 submissions: 2 graded" in out, out
+        scores = {s: sum(v for v in scores_of(root, assignment, s).values() if v >= 0) for s in ("alice", "bob")}
+        assert scores == {"alice": full, "bob": 0.0}, (assignment, scores)
