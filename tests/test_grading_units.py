@@ -1023,3 +1023,52 @@ class TestRedactHiddenTestLines:
         assert outputs[0].text == f"before\n{REDACTED}\npass\nafter\n"
         assert hidden_line not in json.dumps(outputs)
         assert out.cells[0].source.count(hidden_line) == 1, "the source is ClearHiddenTests' job, later"
+
+
+# --- recording grades --------------------------------------------------------------------------
+
+def test_save_auto_grades_once_records_what_nbgraders_own_does_in_one_commit(tmp_path):
+    """SaveAutoGradesOnce (the course's) against nbgrader's SaveAutoGrades on the same notebook:
+    the same grades and comments, one commit instead of one per graded cell."""
+    from nbgrader.api import Gradebook
+    from nbgrader.preprocessors import SaveAutoGrades
+    from sqlalchemy import event
+    from sqlalchemy.orm import Session
+
+    from autograder.grading.gradebook import SaveAutoGradesOnce
+    from harness import release_notebook, scratch_course
+
+    root = scratch_course(tmp_path / "c", "a1_views")
+    url = f"sqlite:///{root / 'gradebook.db'}"
+    nb = nbformat.read(release_notebook("a1_views"), as_version=4)
+    failing = next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "test_plus_one")
+    failing.outputs = [new_output("error", ename="AssertionError", evalue="wrong", traceback=[])]
+    with Gradebook(url) as gb:
+        for student in ("stock", "once"):
+            gb.update_or_create_student(student)
+            gb.update_or_create_submission("a1_views", student)
+    commits = []
+    listener = lambda session: commits.append(session)   # noqa: E731
+    event.listen(Session, "after_commit", listener)
+    try:
+        with Gradebook(url):        # what opening a gradebook commits by itself (its course check)
+            pass
+        counts = {"open": len(commits)}
+        for student, cls in (("stock", SaveAutoGrades), ("once", SaveAutoGradesOnce)):
+            before = len(commits)
+            resources = {"nbgrader": {"notebook": "a1_views", "assignment": "a1_views", "student": student,
+                                      "db_url": url}}
+            cls().preprocess(copy.deepcopy(nb), resources)
+            counts[student] = len(commits) - before
+    finally:
+        event.remove(Session, "after_commit", listener)
+    with Gradebook(url) as gb:
+        saved = {s: sorted((g.name, g.auto_score, g.needs_manual_grade)
+                           for g in gb.find_submission_notebook("a1_views", "a1_views", s).grades)
+                 for s in ("stock", "once")}
+        comments = {s: sorted((c.name, c.auto_comment)
+                              for c in gb.find_submission_notebook("a1_views", "a1_views", s).comments)
+                    for s in ("stock", "once")}
+    assert saved["once"] == saved["stock"] and comments["once"] == comments["stock"]
+    assert ("test_plus_one", 0.0, False) in saved["once"], saved["once"]
+    assert counts["stock"] > counts["open"] + 5 and counts["once"] == counts["open"] + 1, counts

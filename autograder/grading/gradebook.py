@@ -6,10 +6,14 @@ inspected again) for each step of each notebook: the runner, ``SaveAutoGrades``,
 time, and the caches each engine builds kept the grader's memory growing.  ``share_engines``
 makes ``nbgrader.api`` hand every ``Gradebook`` of one database the same engine; closing a
 gradebook still returns its connections (``Engine.dispose``), and the statement cache stays.
+
+``SaveAutoGradesOnce`` writes a notebook's grades in one transaction instead of one per cell.
 """
 from __future__ import annotations
 
 import threading
+
+from nbgrader.preprocessors import SaveAutoGrades
 
 _lock = threading.Lock()
 
@@ -37,3 +41,34 @@ def share_engines() -> None:
     create_engine.shares_engines = True
     with _lock:
         api.create_engine = create_engine
+
+
+class _CommitOnClose:
+    """A gradebook's session whose ``commit()`` only flushes: the one commit comes when the
+    gradebook is closed (``Gradebook.close`` calls ``remove()``)."""
+
+    def __init__(self, session):
+        self._session = session
+
+    def commit(self) -> None:
+        self._session.flush()
+
+    def remove(self) -> None:
+        try:
+            self._session.commit()
+        finally:
+            self._session.remove()
+
+    def __getattr__(self, name):
+        return getattr(self._session, name)
+
+
+class SaveAutoGradesOnce(SaveAutoGrades):
+    """nbgrader's ``SaveAutoGrades``, its own steps for every cell, in one transaction per
+    notebook: nbgrader commits after every graded cell, and with SQLite each commit waits for
+    the disk.  The course configuration lists it in nbgrader's place."""
+
+    def preprocess_cell(self, cell, resources, cell_index):
+        if not isinstance(self.gradebook.db, _CommitOnClose):
+            self.gradebook.db = _CommitOnClose(self.gradebook.db)
+        return super().preprocess_cell(cell, resources, cell_index)
