@@ -145,3 +145,13 @@ def test_every_module_imports_from_the_installed_wheel(wheel, tmp_path):
     assert Path(out.stdout.strip()).is_relative_to(venv), f"imported {out.stdout.strip()}, not the wheel"
     usage = subprocess.run([str(python), "-m", "autograder", "--help"], cwd=tmp_path, capture_output=True, text=True)
     assert "grade" in usage.stdout, "an instructor's install has the grading commands"
+
+
+def test_the_grader_loads_torch_only_to_judge():
+    """Grading an assignment whose tests all run in the kernel costs the grader no torch (about
+    230 MB): only the judge, loaded for judged tests, brings it in."""
+    code = ("import sys\nimport autograder.cli, autograder.grading.runner, autograder.grading.execute, "
+            "autograder.grading.jobs, autograder.grading.judged, autograder.grading.report\n"
+            "print('torch' in sys.modules)\nimport autograder.grading.judge\nprint('torch' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.stdout.split() == ["False", "True"], out.stdout + out.stderr

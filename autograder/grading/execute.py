@@ -110,7 +110,7 @@ class SandboxedExecute(Execute):
 
     def preprocess(self, nb, resources, km=None):
         from .gradebook import share_engines
-        from .judge import judged_sources
+        from .judged import judged_sources
 
         share_engines()
 

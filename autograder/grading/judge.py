@@ -50,7 +50,6 @@ import collections
 import contextlib
 import io
 import itertools
-import json
 import math
 import re
 import sys
@@ -65,7 +64,7 @@ import torch
 from ..kernel import checks, fixtures
 from ..kernel.judge_agent import DTYPES
 
-MARKER = "# graded outside your kernel"
+from .judged import MARKER, is_judged, judged_sources  # noqa: F401  (where the runner finds them)
 AGENT = "__copy_that_judge"
 MAX_REPLY = 64 << 20
 # what a judged test may use besides the learner's functions: the judge never runs a cell of the
@@ -83,27 +82,6 @@ from autograder.kernel.fixtures import Recorder
 
 class JudgeError(Exception):
     """The judge could not run the test: a bad answer from the kernel, or an input it cannot send."""
-
-
-def judged_sources(db_url: str, assignment: str, notebook: str) -> dict[str, str]:
-    """grade_id -> source of every judged hidden test of ``notebook``, from the gradebook: the
-    instructor's cells as ``generate_assignment`` saved them, never a submission's."""
-    from nbgrader.api import Gradebook, MissingEntry
-
-    try:
-        with Gradebook(db_url) as gb:
-            nb = gb.find_notebook(notebook, assignment)
-            graded = {c.name for c in nb.grade_cells}
-            return {c.name: c.source for c in nb.source_cells if c.name in graded and is_judged(c.source)}
-    except MissingEntry:
-        return {}
-    except Exception:   # no readable gradebook: nothing is judged, the tests run in the kernel as before
-        return {}
-
-
-def is_judged(source: str) -> bool:
-    """A test cell that the judge runs: its source, as the gradebook holds it, has the marker line."""
-    return any(line.strip() == MARKER for line in source.splitlines())
 
 
 def _dtype_name(dtype: torch.dtype) -> str:

@@ -540,7 +540,7 @@ class Grader:
 
     def _judged(self, notebook: str) -> dict[str, str]:
         """The notebook's hidden tests that the judge runs, read from the gradebook once."""
-        from .judge import judged_sources
+        from .judged import judged_sources
 
         cache = self.__dict__.setdefault("_judged_cache", {})
         if notebook not in cache:
