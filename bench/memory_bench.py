@@ -20,7 +20,7 @@ from pathlib import Path
 
 import psutil
 
-from harness import _new_course, submission, submit  # tests/ is on PYTHONPATH (make bench-memory sets it)
+from harness import scratch_course, submission, submit  # tests/ is on PYTHONPATH (make bench-memory sets it)
 
 from autograder.grading.runner import Grader
 
@@ -42,7 +42,7 @@ def main() -> int:
 
     work = Path(tempfile.mkdtemp(prefix="copy-that-memory-"))
     try:
-        root = _new_course(work / "course", args.assignment)
+        root = scratch_course(work / "course", args.assignment)
         nb = submission(args.assignment)
         for i in range(args.n):
             submit(root, args.assignment, f"student{i:04d}", nb)

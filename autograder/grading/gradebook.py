@@ -23,9 +23,6 @@ def share_engines() -> None:
     SQLite excepted: each of those is a database of its own)."""
     import nbgrader.api as api
 
-    if getattr(api.create_engine, "shares_engines", False):
-        return
-    original = api.create_engine
     engines: dict[tuple, object] = {}
 
     def create_engine(url, *args, **kwargs):
@@ -40,6 +37,9 @@ def share_engines() -> None:
 
     create_engine.shares_engines = True
     with _lock:
+        if getattr(api.create_engine, "shares_engines", False):
+            return
+        original = api.create_engine
         api.create_engine = create_engine
 
 

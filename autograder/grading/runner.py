@@ -24,12 +24,15 @@ import errno
 import hashlib
 import json
 import os
+import pickle
 import queue
 import shutil
 import stat
 import tempfile
 import threading
 import time
+import zlib
+from collections import deque
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -859,16 +862,10 @@ class _Packed:
     __slots__ = ("student", "data")
 
     def __init__(self, job: Job):
-        import pickle
-        import zlib
-
         self.student = job.student
         self.data = zlib.compress(pickle.dumps(job, protocol=pickle.HIGHEST_PROTOCOL), 1)
 
     def unpack(self) -> Job:
-        import pickle
-        import zlib
-
         return pickle.loads(zlib.decompress(self.data))   # the grader's own data, packed above
 
 
@@ -876,8 +873,6 @@ class _unpacked:
     """The pending jobs, unpacked one at a time as the pool takes them, and let go after."""
 
     def __init__(self, pending: list[_Packed]):
-        from collections import deque
-
         self.pending = deque(pending)
         pending.clear()
 
