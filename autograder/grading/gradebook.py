@@ -5,7 +5,8 @@ inspected again) for each step of each notebook: the runner, ``SaveAutoGrades``,
 ``OverwriteCells``, ``AssignLatePenalties``.  Over a class that was a good part of the grader's
 time, and the caches each engine builds kept the grader's memory growing.  ``share_engines``
 makes ``nbgrader.api`` hand every ``Gradebook`` of one database the same engine; closing a
-gradebook still returns its connections (``Engine.dispose``), and the statement cache stays.
+gradebook returns its connection to the engine's pool (a few connections at most), where the
+next gradebook finds it, and the statement cache stays.
 Each ``Gradebook()`` also inspects the database and runs ``create_all`` (a query per table):
 on a shared engine that happens once, when the first gradebook of that database opens.
 
@@ -25,6 +26,10 @@ from nbgrader.preprocessors import SaveAutoGrades
 _lock = threading.Lock()
 
 
+def _keep_pool(close: bool = True) -> None:
+    """``Engine.dispose`` of a shared engine: its pool stays for the next gradebook."""
+
+
 def share_engines() -> None:
     """From now on, ``nbgrader.api.Gradebook`` reuses one engine per database URL (in-memory
     SQLite excepted: each of those is a database of its own)."""
@@ -41,6 +46,9 @@ def share_engines() -> None:
             if key not in engines:
                 engines[key] = original(url, *args, **kwargs)
                 engines[key]._copy_that_tables = threading.Event()
+                # Gradebook.close() disposes of its engine's pool: a shared engine keeps it (at most
+                # its pool's few connections), so the next gradebook does not connect again
+                engines[key].dispose = _keep_pool
             return engines[key]
 
     def create_all(bind=None, tables=None, checkfirst=True):

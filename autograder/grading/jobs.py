@@ -140,7 +140,10 @@ class LimitedClient(NotebookClient):
 
         loop = asyncio.get_running_loop()
         code = f"{AGENT}.serve({json.dumps(request)!r}, globals())"
-        msg_id = self.kc.execute(code, silent=False, store_history=False, allow_stdin=False,
+        # silent: the kernel does not echo the request back on IOPub (one message in five) or count
+        # it as a cell; what the learner's function prints still comes, and the reply still holds
+        # the user expression
+        msg_id = self.kc.execute(code, silent=True, store_history=False, allow_stdin=False,
                                  user_expressions={"reply": f"{AGENT}.last_reply"})
         printed: list[str] = []
         try:
