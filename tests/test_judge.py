@@ -1130,3 +1130,27 @@ def test_an_oracle_of_assignment_6b_scores_like_its_wrong_twin_when_judged():
     oracle = _judged(cells, answers | {"snapshot_optimizer": SNAPSHOT_OPTIMIZER_ORACLE})
     twin = _judged(cells, answers | {"snapshot_optimizer": "def snapshot_optimizer(optimizer):\n    return optimizer.state_dict()\n"})
     assert oracle == twin and oracle["test_snapshot_optimizer"] and oracle["test_snapshot_optimizer_hidden"], oracle
+
+
+@SANDBOX
+def test_the_course_grader_judges_6b_in_a_real_kernel_without_flooding_or_flags(tmp_path):
+    """Through ``grade``: the oracle scores like its wrong twin, and a save_compact that writes the
+    whole 1.6 MB storage behind a view loses its own points only (its file comes back by value
+    without passing the output budget, and the cells after it still run)."""
+    from corpus import grade_with_the_course_grader
+    from harness import scratch_course, submission
+
+    twin = "def snapshot_optimizer(optimizer):\n    return optimizer.state_dict()\n"
+    subs = {"oracle": submission("a6b_boundaries", {"snapshot_optimizer": SNAPSHOT_OPTIMIZER_ORACLE}),
+            "twin": submission("a6b_boundaries", {"snapshot_optimizer": twin}),
+            "view": submission("a6b_boundaries", {"save_compact": "def save_compact(t, path):\n    torch.save(t, path)\n"})}
+    graded = grade_with_the_course_grader(scratch_course(tmp_path, "a6b_boundaries"), {"a6b_boundaries": subs})
+    graded = graded["a6b_boundaries"]
+    oracle, view = graded.scores["oracle"], graded.scores["view"]
+    assert oracle == graded.scores["twin"], (oracle, graded.scores["twin"])
+    assert oracle["test_snapshot_optimizer"] == (0.0, 1.0) and oracle["test_snapshot_optimizer_hidden"] == (0.0, 2.0)
+    assert view["test_save_compact"] == (0.0, 1.0) and view["test_save_compact_hidden"] == (0.0, 2.0), view
+    assert all(s == m for k, (s, m) in view.items() if k.startswith("test_") and "save_compact" not in k), view
+    errors = [o for c in graded.notebooks["view"].cells for o in c.get("outputs", []) if o.get("output_type") == "error"]
+    assert errors and not any(o["ename"] == "JudgeError" for o in errors), errors
+    assert any("writes the whole storage behind a view" in o["evalue"] for o in errors), errors
