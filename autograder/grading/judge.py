@@ -31,6 +31,20 @@ rebuild, held by a handle the kernel resolves when they are sent back.  A built-
 the learner's function raised is raised here as itself, with the kernel's message.  The
 judged cells of one notebook share a namespace, as kernel cells do.
 
+Since assignment 6b, three more kinds of argument go by value.  A NumPy array goes as the memory of
+its innermost base (once per call: views of one base stay views of one buffer there) with its
+dtype, shape, strides, offset and writeable flag; what the call wrote there comes back, and a
+result on that memory (``torch.from_numpy(arr)``, a view) is rebuilt on the judge's own array.  A
+str naming an entry directly in a folder the test made with ``tempfile`` (the judged namespace's
+``tempfile`` makes its folders under a root of the judge's and knows them) goes as a path in a
+fresh folder of the kernel's, with the folder's regular files; afterwards the files found there
+come back (no link followed, plain names, capped in count and bytes; past the cap a file comes
+back as a sparse file of its reported size).  ``torch.load`` in the judged namespace reads with
+``weights_only=True`` whatever the test passes, so no pickle the kernel wrote runs code here.  An
+optimizer of ``OPTIMIZERS`` goes as its class name, its ``param_groups`` and ``defaults`` (lists
+and dicts by identity) and its state per parameter; a result holding its state tensors holds the
+judge's own, and the state entries, groups and defaults the call replaced are replaced here.
+
 So the test's code and its expected values never reach the learner's process: an answer that
 reads its caller finds the agent, not the test.  The kernel's answers are data (JSON, tensors as
 bytes, checked against the dtypes and sizes asked for); a forged answer can still claim facts
