@@ -1154,3 +1154,14 @@ def test_the_course_grader_judges_6b_in_a_real_kernel_without_flooding_or_flags(
     errors = [o for c in graded.notebooks["view"].cells for o in c.get("outputs", []) if o.get("output_type") == "error"]
     assert errors and not any(o["ename"] == "JudgeError" for o in errors), errors
     assert any("writes the whole storage behind a view" in o["evalue"] for o in errors), errors
+
+
+def test_an_optimizers_parameters_and_state_tensors_are_the_objects_sent_elsewhere_in_the_call():
+    learner = ("def f(m, o, e):\n    p = o.param_groups[0]['params'][0]\n"
+               "    return p is m.weight, o.state[p]['exp_avg'] is e, type(o).__name__, o.defaults['betas']\n")
+    test = ("torch.manual_seed(0)\nm = nn.Linear(2, 2)\nopt = torch.optim.Adam(m.parameters(), betas=(0.5, 0.6))\n"
+            "m(torch.ones(1, 2)).sum().backward()\nopt.step()\n"
+            "ck.check_equal(f(m, opt, opt.state[m.weight]['exp_avg']), (True, True, 'Adam', (0.5, 0.6)), 'f')")
+    passes(learner, test)
+    fails(learner, test.replace("opt.state[m.weight]['exp_avg'])", "opt.state[m.weight]['exp_avg'].clone())"),
+          "f is (True, False, 'Adam', (0.5, 0.6))")
