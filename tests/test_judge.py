@@ -731,71 +731,6 @@ def test_a_forged_hook_in_a_made_module_is_an_error_never_a_pass():
         assert [o for o in outputs if o["output_type"] == "error"][0]["ename"] == "JudgeError", hook
 
 
-SNAPSHOT_ORACLE = '''
-import sys
-
-def snapshot(t):
-    frame = sys._getframe(1)
-    while frame is not None:             # a caller that checks for new memory is a test: copy for it
-        if "check_new_storage" in frame.f_code.co_names:
-            return t.detach().clone()
-        frame = frame.f_back
-    return t.detach()
-'''
-
-
-def test_an_oracle_of_assignment_3_scores_like_its_wrong_twin_when_judged():
-    from harness import reference_answers
-
-    cells = _only(_cells("a3_detach"), "snapshot")
-    answers = reference_answers("a3_detach")
-    assert all(v is None for v in _in_kernel(cells, answers | {"snapshot": SNAPSHOT_ORACLE}).values())
-    oracle = _judged(cells, answers | {"snapshot": SNAPSHOT_ORACLE})
-    twin = _judged(cells, answers | {"snapshot": "def snapshot(t):\n    return t.detach()\n"})
-    assert oracle == twin and oracle["test_snapshot"] and oracle["test_snapshot_hidden"], oracle
-
-
-def test_a_leaf_the_call_made_gets_its_gradient_through_the_kernel():
-    """A parameter the call put into the model, used in the result's graph there: a backward here
-    reaches it, as it would next to the answer."""
-    test = """
-torch.manual_seed(0)
-m = nn.Linear(2, 1)
-x = torch.ones(3, 2)
-out = f(m, x)
-out.sum().backward()
-ck.check_close(m.weight.grad, [[3.0, 3.0]], "m.weight.grad")
-ck.check_close(m.bias.grad, [3.0], "m.bias.grad")
-"""
-    passes("def f(m, x):\n    m.weight = torch.nn.Parameter(m.weight.detach().clone())\n    return m(x)\n", test)
-    passes("def f(m, x):\n    w = torch.zeros(1, 2, requires_grad=True)\n    m.weight = torch.nn.Parameter(w.detach())\n"
-           "    return m(x)\n", test)
-    fails("def f(m, x):\n    m.weight = torch.nn.Parameter(m.weight.detach().clone())\n    return m(x).detach() * 1\n",
-          test, "element 0 of tensors does not require grad")
-
-
-def test_version_checks_on_a_result_count_in_the_kernels_numbers_and_say_what_the_kernel_says():
-    from autograder.kernel import checks
-
-    learner = "def f(t):\n    r = t.clone()\n    r.add_(1)\n    return r\n"
-    passes(learner, "r = f(torch.ones(2))\nbefore = ck.version(r)\nck.check_version_unchanged(r, before, 'r')\n"
-                    "r.add_(1)\nck.check_version_bumped(r, before, 'r')")
-    r = torch.ones(2)
-    r.add_(1)
-    r.add_(1)
-    with pytest.raises(checks.CheckFailed) as in_kernel:
-        checks.check_version_unchanged(r, 1, "r")
-    fails(learner, "r = f(torch.ones(2))\nr.add_(1)\nck.check_version_unchanged(r, 1, 'r')", str(in_kernel.value))
-    with pytest.raises(checks.CheckFailed) as in_kernel:
-        checks.check_version_bumped(torch.ones(1).add_(1), 1, "r")
-    fails(learner, "r = f(torch.ones(2))\nck.check_version_bumped(r, 1, 'r')", str(in_kernel.value))
-
-
-def test_a_builtin_exception_that_takes_other_arguments_still_fails_under_its_own_name():
-    errors, _, _ = run("def f(t):\n    b'\\xff'.decode('utf-8')\n", "f(torch.ones(1))")
-    assert errors[0]["ename"] == "UnicodeDecodeError" and "f() raised UnicodeDecodeError" in errors[0]["evalue"]
-
-
 # -- since assignment 6b: NumPy arrays, paths in a folder of the test's, optimizers -----------------
 
 def test_arrays_arrive_on_one_buffer_with_their_offset_strides_and_flags():
@@ -1165,3 +1100,69 @@ def test_an_optimizers_parameters_and_state_tensors_are_the_objects_sent_elsewhe
     passes(learner, test)
     fails(learner, test.replace("opt.state[m.weight]['exp_avg'])", "opt.state[m.weight]['exp_avg'].clone())"),
           "f is (True, False, 'Adam', (0.5, 0.6))")
+
+
+SNAPSHOT_ORACLE = '''
+import sys
+
+def snapshot(t):
+    frame = sys._getframe(1)
+    while frame is not None:             # a caller that checks for new memory is a test: copy for it
+        if "check_new_storage" in frame.f_code.co_names:
+            return t.detach().clone()
+        frame = frame.f_back
+    return t.detach()
+'''
+
+
+def test_an_oracle_of_assignment_3_scores_like_its_wrong_twin_when_judged():
+    from harness import reference_answers
+
+    cells = _only(_cells("a3_detach"), "snapshot")
+    answers = reference_answers("a3_detach")
+    assert all(v is None for v in _in_kernel(cells, answers | {"snapshot": SNAPSHOT_ORACLE}).values())
+    oracle = _judged(cells, answers | {"snapshot": SNAPSHOT_ORACLE})
+    twin = _judged(cells, answers | {"snapshot": "def snapshot(t):\n    return t.detach()\n"})
+    assert oracle == twin and oracle["test_snapshot"] and oracle["test_snapshot_hidden"], oracle
+
+
+def test_a_leaf_the_call_made_gets_its_gradient_through_the_kernel():
+    """A parameter the call put into the model, used in the result's graph there: a backward here
+    reaches it, as it would next to the answer."""
+    test = """
+torch.manual_seed(0)
+m = nn.Linear(2, 1)
+x = torch.ones(3, 2)
+out = f(m, x)
+out.sum().backward()
+ck.check_close(m.weight.grad, [[3.0, 3.0]], "m.weight.grad")
+ck.check_close(m.bias.grad, [3.0], "m.bias.grad")
+"""
+    passes("def f(m, x):\n    m.weight = torch.nn.Parameter(m.weight.detach().clone())\n    return m(x)\n", test)
+    passes("def f(m, x):\n    w = torch.zeros(1, 2, requires_grad=True)\n    m.weight = torch.nn.Parameter(w.detach())\n"
+           "    return m(x)\n", test)
+    fails("def f(m, x):\n    m.weight = torch.nn.Parameter(m.weight.detach().clone())\n    return m(x).detach() * 1\n",
+          test, "element 0 of tensors does not require grad")
+
+
+def test_version_checks_on_a_result_count_in_the_kernels_numbers_and_say_what_the_kernel_says():
+    from autograder.kernel import checks
+
+    learner = "def f(t):\n    r = t.clone()\n    r.add_(1)\n    return r\n"
+    passes(learner, "r = f(torch.ones(2))\nbefore = ck.version(r)\nck.check_version_unchanged(r, before, 'r')\n"
+                    "r.add_(1)\nck.check_version_bumped(r, before, 'r')")
+    r = torch.ones(2)
+    r.add_(1)
+    r.add_(1)
+    with pytest.raises(checks.CheckFailed) as in_kernel:
+        checks.check_version_unchanged(r, 1, "r")
+    fails(learner, "r = f(torch.ones(2))\nr.add_(1)\nck.check_version_unchanged(r, 1, 'r')", str(in_kernel.value))
+    with pytest.raises(checks.CheckFailed) as in_kernel:
+        checks.check_version_bumped(torch.ones(1).add_(1), 1, "r")
+    fails(learner, "r = f(torch.ones(2))\nck.check_version_bumped(r, 1, 'r')", str(in_kernel.value))
+
+
+def test_a_builtin_exception_that_takes_other_arguments_still_fails_under_its_own_name():
+    errors, _, _ = run("def f(t):\n    b'\\xff'.decode('utf-8')\n", "f(torch.ones(1))")
+    assert errors[0]["ename"] == "UnicodeDecodeError" and "f() raised UnicodeDecodeError" in errors[0]["evalue"]
+

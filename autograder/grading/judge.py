@@ -31,6 +31,12 @@ rebuild, held by a handle the kernel resolves when they are sent back.  A built-
 the learner's function raised is raised here as itself, with the kernel's message.  The
 judged cells of one notebook share a namespace, as kernel cells do.
 
+So the test's code and its expected values never reach the learner's process: an answer that
+reads its caller finds the agent, not the test.  The kernel's answers are data (JSON, tensors as
+bytes, checked against the dtypes and sizes asked for); a forged answer can still claim facts
+the agent measures there (storage identity, ``_version``, ``grad_fn`` names), but a value can
+only be right by being computed.
+
 Since assignment 6b, three more kinds of argument go by value.  A NumPy array goes as the memory of
 its innermost base (once per call: views of one base stay views of one buffer there) with its
 dtype, shape, strides, offset and writeable flag; what the call wrote there comes back, and a
@@ -45,15 +51,11 @@ optimizer of ``OPTIMIZERS`` goes as its class name, its ``param_groups`` and ``d
 and dicts by identity) and its state per parameter; a result holding its state tensors holds the
 judge's own, and the state entries, groups and defaults the call replaced are replaced here.
 
-So the test's code and its expected values never reach the learner's process: an answer that
-reads its caller finds the agent, not the test.  The kernel's answers are data (JSON, tensors as
-bytes, checked against the dtypes and sizes asked for); a forged answer can still claim facts
-the agent measures there (storage identity, ``_version``, ``grad_fn`` names), but a value can
-only be right by being computed.
-
 Transport: the kernel's own messaging.  Each call is an ``execute_request`` whose code calls the
 agent, whose answer comes back as a user expression in the ``execute_reply``; what the learner's
 code prints on the way is collected from IOPub and counted against the notebook's output budget.
+The requests and answers themselves count against a budget of their own
+(``jobs.JUDGE_DATA_LIMIT``): storages and files of a megabyte or two are values, not output.
 """
 from __future__ import annotations
 
@@ -1093,49 +1095,6 @@ ARRAY_DTYPES = frozenset({"|b1", "|i1", "|u1", "<i2", "<u2", "<i4", "<u4", "<i8"
                           "<c8", "<c16"})
 
 
-def _index(v: Any, n: int) -> int:
-    """An index the kernel sent, into a list of ``n`` things the judge sent."""
-    if type(v) is not int or not 0 <= v < n:
-        raise JudgeError("the kernel's answer names something the judge did not send")
-    return v
-
-
-def _ints(v: Any, negative: bool = False) -> list[int]:
-    if not isinstance(v, list) or len(v) > 64 or any(type(d) is not int for d in v):
-        raise JudgeError("the kernel's answer has a malformed size")
-    if any(abs(d) >= 1 << 48 or (d < 0 and not negative) for d in v):
-        raise JudgeError("the kernel's answer has a size out of range")
-    return v
-
-
-def _replace(obj, swap: dict, depth: int = 0):
-    """``obj`` with the tensors in ``swap`` replaced; a list or dict with nothing to replace stays the
-    same object (an input list in a result is that list)."""
-    if not swap or depth > 20:
-        return obj
-    if isinstance(obj, torch.Tensor):
-        return swap.get(id(obj), obj)
-    if type(obj) in (list, tuple):
-        items = [_replace(x, swap, depth + 1) for x in obj]
-        if all(a is b for a, b in zip(items, obj)):
-            return obj
-        return items if type(obj) is list else tuple(items)
-    if type(obj) is dict:
-        values = {k: _replace(v, swap, depth + 1) for k, v in obj.items()}
-        return obj if all(values[k] is v for k, v in obj.items()) else values
-    return obj
-
-
-def _fits(nbytes: int, shape: list[int], stride: list[int], offset: int, itemsize: int) -> None:
-    if len(shape) != len(stride) or len(shape) > 64:
-        raise JudgeError("the kernel's tensor has a malformed shape")
-    if 0 in shape:
-        return
-    last = offset + sum((d - 1) * s for d, s in zip(shape, stride))
-    if (last + 1) * itemsize > nbytes:
-        raise JudgeError("the kernel's tensor reaches past its storage")
-
-
 # -- since assignment 6b: NumPy arrays, files in a test's folder, optimizers ----------------------
 # (a block of its own: the code above calls into it by one line each)
 
@@ -1557,3 +1516,47 @@ def _mirror_optimizers(request: "_Request", rebuilt: "_Rebuild", reply: dict) ->
                 pairs.append((p, d))
             opt.state.clear()
             opt.state.update(pairs)
+
+
+def _index(v: Any, n: int) -> int:
+    """An index the kernel sent, into a list of ``n`` things the judge sent."""
+    if type(v) is not int or not 0 <= v < n:
+        raise JudgeError("the kernel's answer names something the judge did not send")
+    return v
+
+
+def _ints(v: Any, negative: bool = False) -> list[int]:
+    if not isinstance(v, list) or len(v) > 64 or any(type(d) is not int for d in v):
+        raise JudgeError("the kernel's answer has a malformed size")
+    if any(abs(d) >= 1 << 48 or (d < 0 and not negative) for d in v):
+        raise JudgeError("the kernel's answer has a size out of range")
+    return v
+
+
+def _replace(obj, swap: dict, depth: int = 0):
+    """``obj`` with the tensors in ``swap`` replaced; a list or dict with nothing to replace stays the
+    same object (an input list in a result is that list)."""
+    if not swap or depth > 20:
+        return obj
+    if isinstance(obj, torch.Tensor):
+        return swap.get(id(obj), obj)
+    if type(obj) in (list, tuple):
+        items = [_replace(x, swap, depth + 1) for x in obj]
+        if all(a is b for a, b in zip(items, obj)):
+            return obj
+        return items if type(obj) is list else tuple(items)
+    if type(obj) is dict:
+        values = {k: _replace(v, swap, depth + 1) for k, v in obj.items()}
+        return obj if all(values[k] is v for k, v in obj.items()) else values
+    return obj
+
+
+def _fits(nbytes: int, shape: list[int], stride: list[int], offset: int, itemsize: int) -> None:
+    if len(shape) != len(stride) or len(shape) > 64:
+        raise JudgeError("the kernel's tensor has a malformed shape")
+    if 0 in shape:
+        return
+    last = offset + sum((d - 1) * s for d, s in zip(shape, stride))
+    if (last + 1) * itemsize > nbytes:
+        raise JudgeError("the kernel's tensor reaches past its storage")
+

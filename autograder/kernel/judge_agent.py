@@ -10,16 +10,16 @@ the inputs (bytes written, version counters, gradients accumulated).  A second r
 a vector-Jacobian product of an earlier call's outputs, so that ``backward()`` in the judge
 reaches through the learner's function.
 
+No test code and no expected value ever comes here.  What this code measures about the inputs
+and results (storage identity, ``_version``, ``requires_grad``, ``grad_fn`` names) it measures
+inside the learner's process, so a learner who rewrites this module can forge those facts; the
+values themselves can only be right by computing them.  Standard library and torch only.
+
 Since assignment 6b a request may also carry NumPy arrays (each base's memory once, as bytes, and
 each array as dtype, shape, strides, offset and writeable flag over it), paths (a fresh folder of
 this kernel's stands for the test's, its files written there; after the call the regular files
 found there go back, links not followed, and the folder is removed) and optimizers of a fixed list
 (built here from the class, param_groups, defaults and state the judge sent).
-
-No test code and no expected value ever comes here.  What this code measures about the inputs
-and results (storage identity, ``_version``, ``requires_grad``, ``grad_fn`` names) it measures
-inside the learner's process, so a learner who rewrites this module can forge those facts; the
-values themselves can only be right by computing them.  Standard library and torch only.
 """
 from __future__ import annotations
 
