@@ -1165,4 +1165,3 @@ def test_version_checks_on_a_result_count_in_the_kernels_numbers_and_say_what_th
 def test_a_builtin_exception_that_takes_other_arguments_still_fails_under_its_own_name():
     errors, _, _ = run("def f(t):\n    b'\\xff'.decode('utf-8')\n", "f(torch.ones(1))")
     assert errors[0]["ename"] == "UnicodeDecodeError" and "f() raised UnicodeDecodeError" in errors[0]["evalue"]
-

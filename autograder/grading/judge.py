@@ -1559,4 +1559,3 @@ def _fits(nbytes: int, shape: list[int], stride: list[int], offset: int, itemsiz
     last = offset + sum((d - 1) * s for d, s in zip(shape, stride))
     if (last + 1) * itemsize > nbytes:
         raise JudgeError("the kernel's tensor reaches past its storage")
-
