@@ -1165,3 +1165,18 @@ def test_version_checks_on_a_result_count_in_the_kernels_numbers_and_say_what_th
 def test_a_builtin_exception_that_takes_other_arguments_still_fails_under_its_own_name():
     errors, _, _ = run("def f(t):\n    b'\\xff'.decode('utf-8')\n", "f(torch.ones(1))")
     assert errors[0]["ename"] == "UnicodeDecodeError" and "f() raised UnicodeDecodeError" in errors[0]["evalue"]
+
+
+@SANDBOX
+def test_the_judges_data_budget_still_stops_a_flood(tmp_path, monkeypatch):
+    """With the data budget made small, a save_compact that returns big files passes it: the kernel is
+    stopped there and the cells after it are not run, as a flood of output is stopped."""
+    from autograder.grading import jobs
+    from corpus import grade_with_the_course_grader
+    from harness import scratch_course, submission
+
+    monkeypatch.setattr(jobs, "JUDGE_DATA_LIMIT", 3 << 20)
+    subs = {"view": submission("a6b_boundaries", {"save_compact": "def save_compact(t, path):\n    torch.save(t, path)\n"})}
+    graded = grade_with_the_course_grader(scratch_course(tmp_path, "a6b_boundaries"), {"a6b_boundaries": subs})
+    view = graded["a6b_boundaries"].scores["view"]
+    assert view["test_save_compact_hidden"] == (0.0, 2.0) and view["test_hidden_grad_hidden"] == (0.0, 2.0), view
