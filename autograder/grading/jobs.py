@@ -31,6 +31,9 @@ from .sandbox import Limits, Slot, SlotError
 GUARD_KEY = "copy_that_guard"
 # the first cell of every graded notebook, before any learner code: the guard, and the judge's agent
 INSTALL_SOURCE = guard.INSTALL_SOURCE + "\nimport autograder.kernel.judge_agent as __copy_that_judge"
+# the judge's requests and the agent's answers of one notebook, in bytes (each answer is at most
+# judge.MAX_REPLY; the test decides how many calls there are, the kernel only how big the answers)
+JUDGE_DATA_LIMIT = 256 << 20
 
 
 @dataclass
@@ -82,6 +85,7 @@ class LimitedClient(NotebookClient):
         self.failed_replies: dict[int, str] = {}
         self.output_limit = output_limit
         self.output_total = 0
+        self.judge_data = 0          # the judge's requests and the agent's answers, in bytes
         self.flooded = False
         self.on_flood = on_flood
         self.current: int | None = None
@@ -146,6 +150,7 @@ class LimitedClient(NotebookClient):
         msg_id = self.kc.execute(code, silent=True, store_history=False, allow_stdin=False,
                                  user_expressions={"reply": f"{AGENT}.last_reply"})
         printed: list[str] = []
+        echoed = False
         try:
             while True:
                 remaining = deadline - loop.time()
@@ -153,6 +158,10 @@ class LimitedClient(NotebookClient):
                     raise asyncio.TimeoutError
                 msg = await self.kc.get_iopub_msg(timeout=remaining)
                 if msg.get("parent_header", {}).get("msg_id") != msg_id:
+                    continue
+                if (not echoed and msg["header"]["msg_type"] == "execute_input"
+                        and msg.get("content", {}).get("code") == code):
+                    echoed = True       # the kernel's echo of the request: the judge's bytes, counted once below
                     continue
                 self.output_total += len(json.dumps(msg.get("content", {}), default=str))
                 if self.output_total > self.output_limit:
@@ -179,8 +188,10 @@ class LimitedClient(NotebookClient):
         text = expression.get("data", {}).get("text/plain") if isinstance(expression, dict) else None
         if not isinstance(text, str) or len(text) > MAX_REPLY:
             raise JudgeError("the kernel's agent gave no answer (was it replaced?)")
-        self.output_total += len(text)      # the answer counts against the budget like any message
-        if self.output_total > self.output_limit:
+        # values by the megabyte both ways (a6b sends a 1.6 MB storage, and gets back the file a wrong
+        # answer wrote from it) count against a budget of their own, not against the output's
+        self.judge_data += len(text) + len(code)
+        if self.judge_data > JUDGE_DATA_LIMIT:
             self.flooded = True
             self.on_flood()
             raise JudgeError("the output passed its limit")
