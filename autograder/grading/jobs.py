@@ -144,13 +144,12 @@ class LimitedClient(NotebookClient):
 
         loop = asyncio.get_running_loop()
         code = f"{AGENT}.serve({json.dumps(request)!r}, globals())"
-        # silent: the kernel does not echo the request back on IOPub (one message in five) or count
-        # it as a cell; what the learner's function prints still comes, and the reply still holds
-        # the user expression
+        # silent: the kernel does not echo the request back on IOPub (one message in five, and as big
+        # as the request) or count it as a cell; what the learner's function prints still comes, and
+        # the reply still holds the user expression
         msg_id = self.kc.execute(code, silent=True, store_history=False, allow_stdin=False,
                                  user_expressions={"reply": f"{AGENT}.last_reply"})
         printed: list[str] = []
-        echoed = False
         try:
             while True:
                 remaining = deadline - loop.time()
@@ -158,10 +157,6 @@ class LimitedClient(NotebookClient):
                     raise asyncio.TimeoutError
                 msg = await self.kc.get_iopub_msg(timeout=remaining)
                 if msg.get("parent_header", {}).get("msg_id") != msg_id:
-                    continue
-                if (not echoed and msg["header"]["msg_type"] == "execute_input"
-                        and msg.get("content", {}).get("code") == code):
-                    echoed = True       # the kernel's echo of the request: the judge's bytes, counted once below
                     continue
                 self.output_total += len(json.dumps(msg.get("content", {}), default=str))
                 if self.output_total > self.output_limit:
