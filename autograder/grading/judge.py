@@ -31,6 +31,18 @@ rebuild, held by a handle the kernel resolves when they are sent back.  A built-
 the learner's function raised is raised here as itself, with the kernel's message.  The
 judged cells of one notebook share a namespace, as kernel cells do.
 
+Graphs (assignment 7) go another way, since autograd nodes cannot leave the process that made
+them.  In a judged cell that also holds the line ``# graphs go to your kernel as recipes``, a
+``TorchFunctionMode`` (:class:`_Graphs`, active in the judge's thread only) records the test's torch
+calls, and each tensor argument goes as its recipe: the tensors it starts from by value, then the
+recorded calls that wrote its memory (and what they read), which the agent replays from a fixed
+allow-list (``judge_agent.GRAPH_OPS``) into a mirror kept for the notebook.  The learner's function
+gets real graphs whose node classes, edges and ``AccumulateGrad.variable`` identities are the
+judge's; what it does to the mirror stays there (a graph it freed is freed at the next call), and
+the ``.grad`` of the recipe's leaves comes back.  The replay runs on the kernel's torch: a learner
+who patches it only changes what their own function sees, the expected values being computed here.
+A name the test reads but never calls (``graph_answer``) is fetched by value, or stays undefined.
+
 So the test's code and its expected values never reach the learner's process: an answer that
 reads its caller finds the agent, not the test.  The kernel's answers are data (JSON, tensors as
 bytes, checked against the dtypes and sizes asked for); a forged answer can still claim facts

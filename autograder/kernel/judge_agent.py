@@ -10,6 +10,14 @@ the inputs (bytes written, version counters, gradients accumulated).  A second r
 a vector-Jacobian product of an earlier call's outputs, so that ``backward()`` in the judge
 reaches through the learner's function.
 
+A third request (``graph_call``, assignment 7) carries tensors as recipes: the tensors they start
+from by value and the torch calls the test made on them, which the agent replays here from the
+fixed list ``GRAPH_OPS`` (any other name refuses the whole request; nothing is ever evaluated) into
+a mirror that later calls of the same notebook reuse, then calls the function on the mirror's
+tensors and sends back the ``.grad`` of the recipe's leaves.  The replay uses this process's torch,
+so a learner who patches it changes only the graphs their own function is given.  A fourth
+(``look_up``) says what a name holds here, by value when it is a plain value.
+
 No test code and no expected value ever comes here.  What this code measures about the inputs
 and results (storage identity, ``_version``, ``requires_grad``, ``grad_fn`` names) it measures
 inside the learner's process, so a learner who rewrites this module can forge those facts; the
