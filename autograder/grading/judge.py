@@ -1407,9 +1407,9 @@ def _raise_learners(name: str, raised: Any):
     raise type(ename, (Exception,), {"__module__": "builtins"})(f"{name}() raised {ename}: {evalue}")
 
 
-def _graph_methods():
-    """The Judge's methods for graph cells and for the plain values a test reads (kept together, apart
-    from the by-value calls above)."""
+class _GraphCalls:
+    """The Judge's methods for graph cells and for the plain values a test reads, kept with the rest
+    of the graph code (installed on :class:`Judge` below)."""
 
     @contextlib.contextmanager
     def _recording(self, source: str):
@@ -1513,8 +1513,6 @@ def _graph_methods():
                 namespace[name] = RemoteFunction(self, name)
                 looked_up.discard(name)
 
-    for f in (_recording, _graph_call, _graph_grads, _look_up_values):
-        setattr(Judge, f.__name__, f)
 
-
-_graph_methods()
+for _name in ("_recording", "_graph_call", "_graph_grads", "_look_up_values"):
+    setattr(Judge, _name, vars(_GraphCalls)[_name])
