@@ -997,3 +997,19 @@ def test_an_oracle_of_assignment_7_scores_like_its_wrong_twin_when_judged():
     oracle = _judged(cells, answers | {"reaches": A7_ORACLE})
     twin = _judged(cells, answers | {"reaches": A7_TWIN})
     assert oracle == twin and oracle["test_reaches"] and oracle["test_reaches_hidden"], oracle
+
+
+@SANDBOX
+def test_the_course_grader_scores_the_a7_oracle_like_its_wrong_twin(tmp_path):
+    """The same through ``grade``: a real kernel, its agent replaying the recipes, the tests from the gradebook."""
+    from corpus import auto_cells, grade_with_the_course_grader
+    from harness import scratch_course, submission
+
+    subs = {"oracle": submission("a7_graphs", {"reaches": A7_ORACLE}),
+            "twin": submission("a7_graphs", {"reaches": A7_TWIN}),
+            "reference": submission("a7_graphs")}
+    graded = grade_with_the_course_grader(scratch_course(tmp_path, "a7_graphs"), {"a7_graphs": subs})["a7_graphs"]
+    oracle, twin, reference = (graded.scores[k] for k in ("oracle", "twin", "reference"))
+    assert oracle == twin, (oracle, twin)
+    assert oracle["test_reaches_hidden"] == (0.0, 2.0) and oracle["test_reaches"] == (0.0, 1.0), oracle
+    assert all(reference[gid][0] == reference[gid][1] for gid in auto_cells("a7_graphs")), reference
