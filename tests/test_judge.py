@@ -915,6 +915,8 @@ def test_the_agent_refuses_a_recipe_call_outside_the_allow_list(name):
     {"result": {"k": "v", "v": True}, "inputs": [], "graph_grads": "x"},
     {"result": {"k": "v", "v": True}, "inputs": [], "graph_grads": [[1, None, False]]},
     {"result": {"k": "gref", "r": 77}, "inputs": []},
+    {"result": {"k": "v", "v": True}, "inputs": [], "freed": [5]},
+    {"result": {"k": "v", "v": True}, "inputs": [], "freed": "all"},
     {"result": {"k": "set", "v": [{"k": "list", "v": []}]}, "inputs": []},
     {"result": {"k": "set", "v": "abc"}, "inputs": []},
     {"result": {"k": "v", "v": True}, "inputs": [{"data": None, "bumps": 0, "grad": None}]},
@@ -1013,3 +1015,33 @@ def test_the_course_grader_scores_the_a7_oracle_like_its_wrong_twin(tmp_path):
     assert oracle == twin, (oracle, twin)
     assert oracle["test_reaches_hidden"] == (0.0, 2.0) and oracle["test_reaches"] == (0.0, 1.0), oracle
     assert all(reference[gid][0] == reference[gid][1] for gid in auto_cells("a7_graphs")), reference
+
+
+def test_a_graph_the_learners_function_freed_is_freed_in_the_judge_too():
+    """A function that runs backward once per output (then only walks) leaves the graph freed: the
+    test's own backward fails, judged as next to the answer."""
+    learner = '''
+done = set()
+def reaches(out, leaf):
+    if id(out) not in done:
+        done.add(id(out))
+        out.sum().backward()
+        leaf.grad = None
+    stack = [out.grad_fn]
+    while stack:
+        node = stack.pop()
+        if node is not None:
+            if getattr(node, "variable", None) is leaf:
+                return True
+            stack.extend(c for c, _ in node.next_functions)
+    return False
+'''
+    test = GRAPH + """
+x = torch.tensor([1.0, 2.0], requires_grad=True)
+y = (x * x).sum()
+ck.check_equal(reaches(y, x), True, "reaches(y, x)")
+y.backward()
+"""
+    errors, _, _ = run(learner, test)
+    assert errors and errors[0]["ename"] == "RuntimeError" and "second time" in errors[0]["evalue"], errors
+    passes(learner.replace("out.sum().backward()", "out.sum().backward(retain_graph=True)"), test)

@@ -1434,12 +1434,14 @@ class _GraphCalls:
             encoded_args = [request.encode(a) for a in args]
             encoded_kwargs = {str(k): request.encode(v) for k, v in kwargs.items()}
             graph = graphs.recipe(request.graph_refs)
+            freeable = sorted({r for r in request.graph_refs if graphs.objects[r].grad_fn is not None})
             reply = self._ask({"op": "graph_call", "call": self.calls, "mirror": graphs.token, "function": name,
-                               "args": encoded_args,
+                               "freeable": freeable, "args": encoded_args,
                                "kwargs": encoded_kwargs, "storages": [], "tensors": [], "graph": graph})
             if reply.get("inputs", []) != [] or reply.get("rebound", []) != []:
                 raise JudgeError("the kernel's answer does not match the call")
             self._graph_grads(set(graph["refs"]), reply.get("graph_grads", []))
+            self._free(set(freeable), reply.get("freed", []))
             if "raised" in reply:
                 _raise_learners(name, reply["raised"])
             self._leaf_grads(request, reply.get("leaf_grads", []))
@@ -1471,6 +1473,27 @@ class _GraphCalls:
                     t.grad.copy_(flat)
             else:
                 t.grad = flat
+
+    def _free(self, freeable: set[int], freed: Any) -> None:
+        """The graphs the learner's function freed in the kernel (a ``backward()`` without
+        retain_graph), freed here too: a later backward through them fails as it would in one process."""
+        if not isinstance(freed, list) or any(type(r) is not int or r not in freeable for r in freed):
+            raise JudgeError("the kernel's answer names a graph the judge did not send")
+        for r in freed:
+            t = self._graphs.objects[r]
+            leaves, stack, seen = [], [t.grad_fn], set()
+            while stack:
+                node = stack.pop()
+                if node is None or node in seen:
+                    continue
+                seen.add(node)
+                if hasattr(node, "variable"):
+                    leaves.append(node.variable)
+                stack.extend(child for child, _ in node.next_functions)
+            try:   # a pass that computes nothing anyone keeps, and frees what the graph saved
+                torch.autograd.grad([t], leaves, [torch.zeros_like(t)], allow_unused=True)
+            except (RuntimeError, ValueError):
+                pass           # freed already, or no leaf to reach
 
     def _look_up_values(self, tree: ast.AST, namespace: dict) -> None:
         """Names the test reads but never calls, that the judge does not define (``graph_answer``):
@@ -1514,5 +1537,5 @@ class _GraphCalls:
                 looked_up.discard(name)
 
 
-for _name in ("_recording", "_graph_call", "_graph_grads", "_look_up_values"):
+for _name in ("_recording", "_graph_call", "_graph_grads", "_free", "_look_up_values"):
     setattr(Judge, _name, vars(_GraphCalls)[_name])

@@ -633,6 +633,24 @@ def _replay(op: dict) -> None:
         _mirror[ref] = t
 
 
+def _freed(t, limit: int = 10_000) -> bool:
+    """Whether a backward freed what the graph below ``t`` saved (reading a saved tensor then raises)."""
+    stack, seen = [t.grad_fn], set()
+    while stack and _len(seen) < limit:
+        node = stack.pop()
+        if node is None or node in seen:
+            continue
+        seen.add(node)
+        for attr in dir(node):
+            if attr.startswith("_saved_"):
+                try:
+                    getattr(node, attr)
+                except RuntimeError:
+                    return True
+        stack.extend(child for child, _ in node.next_functions)
+    return False
+
+
 def _grad_state(t):
     g = t.grad
     return g, None if g is None else _bytes_of(g.untyped_storage())
@@ -695,6 +713,11 @@ def _graph_call(request: dict, namespace: dict) -> dict:
             t.grad = _flat(base64.b64decode(g), t.dtype).clone().view(t.shape)
         synced.append((ref, t, *_grad_state(t)))
 
+    def freed_now():
+        """The recipe's arguments whose graph the call freed (``backward()`` without retain_graph)."""
+        return [r for r in request["freeable"] if r in _mirror and _mirror[r].grad_fn is not None
+                and _freed(_mirror[r])]
+
     def grads_now():
         out = []
         for ref, t, before, before_bytes in synced:
@@ -719,7 +742,7 @@ def _graph_call(request: dict, namespace: dict) -> dict:
         if _isinstance(exc, (KeyboardInterrupt, SystemExit)):
             raise
         return {"raised": {"ename": _type(exc).__name__, "evalue": str(exc)[:2000]}, "inputs": [],
-                "graph_grads": grads_now()}
+                "graph_grads": grads_now(), "freed": freed_now()}
     refs = {}
     for ref in graph["refs"]:
         if ref in _mirror:
@@ -731,7 +754,7 @@ def _graph_call(request: dict, namespace: dict) -> dict:
     while len(_calls) > MAX_CALLS:
         _calls.pop(next(iter(_calls)))
     return {"result": encoded, "storages": results.storages, "inputs": [], "rebound": [], **changes,
-            "graph_grads": grads_now()}
+            "graph_grads": grads_now(), "freed": freed_now()}
 
 
 def _look_up(request: dict, namespace: dict) -> dict:
