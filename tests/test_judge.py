@@ -829,10 +829,12 @@ with torch.no_grad():
     frozen = x * 3                               # made under no_grad: no graph
 mixed = (x.detach() * 2 + frozen + x * w[:1]).exp() + (p * p).sum()
 alias = x.detach().requires_grad_()
+q = torch.ones(3)
+q.requires_grad = True                           # the attribute set, as requires_grad_() would
 cases = {"s": s * 1, "d": d.sum(), "c": (c * x).sum(), "views": views, "mixed": mixed, "frozen": frozen,
-         "alias": (alias * x).sum()}
+         "alias": (alias * x).sum(), "q": q * x}
 for name, out in cases.items():
-    ck.check_equal(describe(out, x, w, p, m, alias), here(out, x, w, p, m, alias), f"the graph of {name}")
+    ck.check_equal(describe(out, x, w, p, m, alias, q), here(out, x, w, p, m, alias, q), f"the graph of {name}")
 ck.ok("the same graphs")
 '''
 
