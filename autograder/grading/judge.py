@@ -1192,17 +1192,25 @@ class _Graphs(torch.overrides.TorchFunctionMode):
         kwargs = kwargs or {}
         if self.paused:
             return func(*args, **kwargs)
-        tensors = list(_tensors_in((args, kwargs)))
-        for t in tensors:
-            self._ref(t)
-        versions = [(t, t._version) for t in tensors]
+        try:
+            tensors = list(_tensors_in((args, kwargs)))
+            for t in tensors:
+                self._ref(t)
+            versions = [(t, t._version) for t in tensors]
+        except Exception:
+            tensors, versions = [], None
         grad = torch.is_grad_enabled()
         result = func(*args, **kwargs)
         try:
+            if versions is None:
+                raise _Unreplayable
             self._record(func, args, kwargs, grad, result, versions)
         except Exception:   # never the test's failure: what the judge cannot record, it cannot send
-            for t in list(_tensors_in(result)) + [t for t, v in versions if t._version != v]:
-                self._unreplayable(t, "a call the judge could not record")
+            try:
+                for t in list(_tensors_in(result)) + tensors:
+                    self._unreplayable(t, "a call the judge could not record")
+            except Exception:
+                pass
         return result
 
     def _key(self, t: torch.Tensor):
