@@ -76,7 +76,6 @@ import torch
 
 from ..kernel import checks, fixtures
 from ..kernel.judge_agent import DTYPES
-from ..kernel.judge_agent import GRAPH_OPS
 
 from .judged import MARKER, is_judged, judged_sources  # noqa: F401  (where the runner finds them)
 AGENT = "__copy_that_judge"
@@ -1128,6 +1127,8 @@ def _fits(nbytes: int, shape: list[int], stride: list[int], offset: int, itemsiz
 
 
 # -- graphs sent as their recipe (assignment 7) -----------------------------------------------
+
+from ..kernel.judge_agent import GRAPH_OPS  # noqa: E402  (with the code that uses it, apart from the rest)
 
 GRAPH_MARKER = "# graphs go to your kernel as recipes"
 
