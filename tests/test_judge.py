@@ -313,6 +313,7 @@ def _same_verdicts(kernel: dict, judged: dict) -> list[str]:
 
 
 JUDGED_ASSIGNMENTS = ["a1_views", "a2_clone", "a3_detach", "a4_grad_modes", "a5_copy", "a6_deepcopy", "a8_devices", "a9_capstone"]
+
 JUDGED_ASSIGNMENTS.append("a7_graphs")    # its graphs go to the kernel as recipes
 
 
@@ -571,231 +572,6 @@ def test_the_judge_refuses_to_send_what_it_cannot_rebuild_there():
         assert errors and errors[0]["ename"] == "JudgeError" and not seen, test
 
 
-# -- since assignments 4 and 6: iterators, functions by name, fixture models, grads, modules made ---
-
-def test_a_generator_is_a_one_pass_iterator_and_a_loss_function_goes_by_name():
-    test = """
-m = nn.Linear(2, 1)
-ck.check_equal(f(m.parameters()), 2, "parameters seen in two loops")
-ck.check_equal(g(F.mse_loss, torch.ones(2), torch.zeros(2)), 1.0, "the loss")
-"""
-    passes("def f(ps):\n    ps = list(ps)\n    return len(ps) + len([p for p in ps])\n"
-           "def g(fn, a, b):\n    return fn(a, b).item()\n", test.replace("2, \"parameters", "4, \"parameters"))
-    fails("def f(ps):\n    return len(list(ps)) + len(list(ps))\n"
-          "def g(fn, a, b):\n    return fn(a, b).item()\n", test.replace("2, \"parameters", "4, \"parameters"),
-          "parameters seen in two loops is 2")
-    errors, _, seen = run("def f(fn):\n    return 1\n", "f(lambda a, b: 0)")
-    assert errors[0]["ename"] == "JudgeError" and not seen      # no function but the listed ones
-
-
-def test_a_fixture_model_goes_by_value_with_its_list_of_calls():
-    test = """
-from autograder.kernel.fixtures import Recorder
-model = Recorder(3, 1)
-model.calls.append("before")
-f(model, torch.ones(2, 3))
-ck.check_equal(model.calls, ["before", (False, False)], "model.calls")
-ck.check_equal(model.training, True, "model.training")
-"""
-    passes("def f(m, x):\n    m.eval()\n    with torch.no_grad():\n        m(x)\n    m.train()\n", test)
-    fails("def f(m, x):\n    m.eval()\n    m(x)\n    m.train()\n", test, "model.calls is")
-    fails("def f(m, x):\n    m.eval()\n    with torch.no_grad():\n        m(x)\n", test, "model.training is False")
-
-
-def test_a_grad_comes_back_only_when_the_call_changed_it():
-    test = """
-w = torch.ones(3, requires_grad=True)
-w.grad = torch.full((3,), 0.5)
-g = w.grad
-base = torch.zeros(2, 3)
-v = base.t().requires_grad_()            # a leaf that is a view of its storage
-v.grad = torch.ones(3, 2)
-vg = v.grad
-f(w, v)
-ck.check_equal(w.grad is g, SAME, "w.grad is the same object")
-ck.check_equal(v.grad is vg, SAME, "v.grad is the same object")
-"""
-    passes("def f(w, v):\n    pass\n", "SAME = True\n" + test + "ck.check_close(v.grad, torch.ones(3, 2), 'v.grad')")
-    passes("def f(w, v):\n    w.grad.mul_(2)\n    v.grad.zero_()\n",
-           "SAME = True\n" + test + "ck.check_close(w.grad, [1.0, 1.0, 1.0], 'w.grad')\nck.check_close(v.grad, torch.zeros(3, 2), 'v')")
-    passes("def f(w, v):\n    w.grad = None\n    v.grad = None\n",
-           "SAME = False\n" + test + "ck.check_equal((w.grad, v.grad), (None, None), 'cleared')")
-    fails("def f(w, v):\n    w.grad = w.grad.clone()\n", "SAME = True\n" + test, "w.grad is the same object is False")
-
-
-def test_a_module_the_call_makes_is_rebuilt_with_its_class_ties_and_flags():
-    test = """
-from autograder.kernel.fixtures import Tied
-torch.manual_seed(0)
-m = Tied()
-m(torch.tensor([1, 2])).sum().backward()
-c = f(m)
-ck.check_equal(type(c) is Tied, True, "type(c) is Tied")
-ck.check_equal(c.out.weight is c.emb.weight, True, "the tie")
-ck.check_equal(c.scale.requires_grad, False, "the frozen scale")
-ck.check_type(c.emb.weight, (nn.Parameter,), "c.emb.weight")
-ck.check_new_storage(c.emb.weight, m.emb.weight, "c.emb.weight", "m.emb.weight")
-ck.check_equal(c.emb.weight.grad is None, True, "the copy's .grad (Parameter's deepcopy leaves it out)")
-ck.check_close(h(m.emb.weight).grad, [2.0, 2.0], "the .grad of a new leaf")
-i = torch.tensor([0, 5])
-ck.check_close(c(i), m(i).detach(), "c(i)")
-ck.check_type(g(m), (collections.OrderedDict,), "state_dict()")
-"""
-    learner = ("import copy, collections\ndef g(m):\n    return m.state_dict()\n"
-               "def h(w):\n    c = torch.zeros(2, requires_grad=True)\n    (c * 2).sum().backward()\n    return c\n")
-    passes(learner + "def f(m):\n    return copy.deepcopy(m)\n", "import collections\n" + test)
-    fails(learner + "def f(m):\n    return copy.copy(m)\n", "import collections\n" + test, "shares memory with m.emb.weight")
-    fails(learner + "def f(m):\n    c = copy.deepcopy(m)\n"
-          "    c.out.weight = torch.nn.Parameter(c.emb.weight.detach().clone())\n    return c\n",
-          "import collections\n" + test, "the tie is False")
-
-
-def test_a_builtin_exception_is_raised_in_the_judge_as_itself_with_the_kernels_message():
-    test = """
-try:
-    f(torch.ones(1))
-except TypeError as e:
-    ck.check_equal(str(e), "needs 2 arguments", "the message")
-else:
-    raise AssertionError("no TypeError")
-"""
-    passes("def f(t):\n    raise TypeError('needs 2 arguments')\n", test)
-    errors, _, _ = run("class Mine(Exception):\n    pass\ndef f(t):\n    raise Mine('x')\n", test)
-    assert errors[0]["ename"] == "Mine"          # a learner's own class is not a TypeError here either
-
-
-@pytest.mark.parametrize("result", [
-    {"k": "rmodule", "r": 0, "type": "Module", "training": True, "attrs": [], "params": [], "buffers": [],
-     "non_persistent": [], "children": []},
-    {"k": "rmodule", "r": 0, "type": "Linear", "training": "yes", "attrs": [], "params": [], "buffers": [],
-     "non_persistent": [], "children": []},
-    {"k": "rmodule", "r": 0, "type": "Linear", "training": True, "attrs": [["_parameters", {"k": "v", "v": 1}]],
-     "params": [], "buffers": [], "non_persistent": [], "children": []},
-    {"k": "rmodule", "r": 0, "type": "Linear", "training": True, "attrs": [], "buffers": [], "non_persistent": [],
-     "params": [["weight", {"k": "v", "v": 1.0}]], "children": []},
-    {"k": "rmodule", "r": 0, "type": "Linear", "training": True, "attrs": [], "params": [], "buffers": [],
-     "non_persistent": [], "children": [["x", {"k": "v", "v": 1}]]},
-    {"k": "rmref", "r": 3},
-    {"k": "tref", "r": 0},
-    {"k": "list", "v": [{"k": "t", "dtype": "float32", "shape": [1], "stride": [1], "offset": 0, "new_storage": 0,
-                         "ref": 0},
-                        {"k": "t", "dtype": "float32", "shape": [1], "stride": [1], "offset": 0, "new_storage": 0,
-                         "ref": 0}]},
-    {"k": "t", "dtype": "float32", "shape": [1], "stride": [1], "offset": 0, "new_storage": 0, "leaf": True,
-     "grad": {"k": "t", "dtype": "float64", "shape": [1], "stride": [1], "offset": 0, "new_storage": 1}},
-])
-def test_a_forged_module_or_reference_in_a_result_is_an_error_never_a_pass(result):
-    reply = {"result": result, "inputs": NOTHING, "storages": [{"data": "AAAAAA=="}, {"data": "AAAAAAAAAAA="}]}
-    judge = Judge(lambda request: (reply, ""))
-    outputs = judge.run_cell("r = f(torch.zeros(3))\nck.ok('passed')")
-    errors = [o for o in outputs if o["output_type"] == "error"]
-    assert errors and errors[0]["ename"] == "JudgeError", outputs
-
-
-# -- since assignment 9: the fixtures' hook, one namespace per notebook ------------------------------
-
-def test_a_fixture_hook_goes_with_its_model_and_its_trace_comes_back():
-    test = """
-from autograder.kernel.fixtures import SnapshotBeforeForward
-net = nn.Linear(2, 1)
-hook = SnapshotBeforeForward()
-handle = net.register_forward_pre_hook(hook)
-twice(net, torch.ones(3, 2))
-handle.remove()
-ck.check_equal(len(hook.trace), 2, "snapshots taken")
-ck.check_close(hook.trace[0]["weight"], net.weight.detach(), "the first snapshot")
-"""
-    passes("def twice(m, x):\n    m(x)\n    m(x)\n", test)
-    fails("def twice(m, x):\n    m(x)\n", test, "snapshots taken is 1")
-    errors, _, seen = run("def twice(m, x):\n    pass\n",
-                          "net = nn.Linear(2, 1)\nnet.register_forward_pre_hook(lambda m, a: None)\ntwice(net, 1)")
-    assert errors[0]["ename"] == "JudgeError" and not seen      # a closure of the test never leaves
-
-
-def test_judged_cells_of_one_notebook_share_a_namespace():
-    rpc, _ = kernel("def f(t):\n    return t + 1\n")
-    judge = Judge(rpc)
-    assert not [o for o in judge.run_cell("def helper(t):\n    return f(t) * 2\n") if o["output_type"] == "error"]
-    outputs = judge.run_cell("ck.check_close(helper(torch.ones(2)), [4.0, 4.0], 'helper')")
-    assert not [o for o in outputs if o["output_type"] == "error"], outputs
-
-
-def test_a_forged_hook_in_a_made_module_is_an_error_never_a_pass():
-    module = {"k": "rmodule", "r": 0, "type": "Linear", "training": True, "attrs": [], "params": [], "buffers": [],
-              "non_persistent": [], "children": []}
-    for hook in ({"k": "rfixture", "r": 1, "type": "Recorder", "attrs": []},
-                 {"k": "rfixture", "r": 1, "type": "SnapshotBeforeForward", "attrs": [["__class__", {"k": "v", "v": 1}]]},
-                 {"k": "v", "v": 1}):
-        reply = {"result": {**module, "pre_hooks": [hook]}, "inputs": NOTHING, "storages": []}
-        outputs = Judge(lambda request: (reply, "")).run_cell("r = f(torch.zeros(3))\nck.ok('passed')")
-        assert [o for o in outputs if o["output_type"] == "error"][0]["ename"] == "JudgeError", hook
-
-
-SNAPSHOT_ORACLE = '''
-import sys
-
-def snapshot(t):
-    frame = sys._getframe(1)
-    while frame is not None:             # a caller that checks for new memory is a test: copy for it
-        if "check_new_storage" in frame.f_code.co_names:
-            return t.detach().clone()
-        frame = frame.f_back
-    return t.detach()
-'''
-
-
-def test_an_oracle_of_assignment_3_scores_like_its_wrong_twin_when_judged():
-    from harness import reference_answers
-
-    cells = _only(_cells("a3_detach"), "snapshot")
-    answers = reference_answers("a3_detach")
-    assert all(v is None for v in _in_kernel(cells, answers | {"snapshot": SNAPSHOT_ORACLE}).values())
-    oracle = _judged(cells, answers | {"snapshot": SNAPSHOT_ORACLE})
-    twin = _judged(cells, answers | {"snapshot": "def snapshot(t):\n    return t.detach()\n"})
-    assert oracle == twin and oracle["test_snapshot"] and oracle["test_snapshot_hidden"], oracle
-
-
-def test_a_leaf_the_call_made_gets_its_gradient_through_the_kernel():
-    """A parameter the call put into the model, used in the result's graph there: a backward here
-    reaches it, as it would next to the answer."""
-    test = """
-torch.manual_seed(0)
-m = nn.Linear(2, 1)
-x = torch.ones(3, 2)
-out = f(m, x)
-out.sum().backward()
-ck.check_close(m.weight.grad, [[3.0, 3.0]], "m.weight.grad")
-ck.check_close(m.bias.grad, [3.0], "m.bias.grad")
-"""
-    passes("def f(m, x):\n    m.weight = torch.nn.Parameter(m.weight.detach().clone())\n    return m(x)\n", test)
-    passes("def f(m, x):\n    w = torch.zeros(1, 2, requires_grad=True)\n    m.weight = torch.nn.Parameter(w.detach())\n"
-           "    return m(x)\n", test)
-    fails("def f(m, x):\n    m.weight = torch.nn.Parameter(m.weight.detach().clone())\n    return m(x).detach() * 1\n",
-          test, "element 0 of tensors does not require grad")
-
-
-def test_version_checks_on_a_result_count_in_the_kernels_numbers_and_say_what_the_kernel_says():
-    from autograder.kernel import checks
-
-    learner = "def f(t):\n    r = t.clone()\n    r.add_(1)\n    return r\n"
-    passes(learner, "r = f(torch.ones(2))\nbefore = ck.version(r)\nck.check_version_unchanged(r, before, 'r')\n"
-                    "r.add_(1)\nck.check_version_bumped(r, before, 'r')")
-    r = torch.ones(2)
-    r.add_(1)
-    r.add_(1)
-    with pytest.raises(checks.CheckFailed) as in_kernel:
-        checks.check_version_unchanged(r, 1, "r")
-    fails(learner, "r = f(torch.ones(2))\nr.add_(1)\nck.check_version_unchanged(r, 1, 'r')", str(in_kernel.value))
-    with pytest.raises(checks.CheckFailed) as in_kernel:
-        checks.check_version_bumped(torch.ones(1).add_(1), 1, "r")
-    fails(learner, "r = f(torch.ones(2))\nck.check_version_bumped(r, 1, 'r')", str(in_kernel.value))
-
-
-def test_a_builtin_exception_that_takes_other_arguments_still_fails_under_its_own_name():
-    errors, _, _ = run("def f(t):\n    b'\\xff'.decode('utf-8')\n", "f(torch.ones(1))")
-    assert errors[0]["ename"] == "UnicodeDecodeError" and "f() raised UnicodeDecodeError" in errors[0]["evalue"]
-
-
 # -- assignment 7: graphs go to the learner's function as their recipe ------------------------------
 
 GRAPH = "# graded outside your kernel\n# graphs go to your kernel as recipes\n"
@@ -1047,3 +823,228 @@ y.backward()
     errors, _, _ = run(learner, test)
     assert errors and errors[0]["ename"] == "RuntimeError" and "second time" in errors[0]["evalue"], errors
     passes(learner.replace("out.sum().backward()", "out.sum().backward(retain_graph=True)"), test)
+
+
+# -- since assignments 4 and 6: iterators, functions by name, fixture models, grads, modules made ---
+
+def test_a_generator_is_a_one_pass_iterator_and_a_loss_function_goes_by_name():
+    test = """
+m = nn.Linear(2, 1)
+ck.check_equal(f(m.parameters()), 2, "parameters seen in two loops")
+ck.check_equal(g(F.mse_loss, torch.ones(2), torch.zeros(2)), 1.0, "the loss")
+"""
+    passes("def f(ps):\n    ps = list(ps)\n    return len(ps) + len([p for p in ps])\n"
+           "def g(fn, a, b):\n    return fn(a, b).item()\n", test.replace("2, \"parameters", "4, \"parameters"))
+    fails("def f(ps):\n    return len(list(ps)) + len(list(ps))\n"
+          "def g(fn, a, b):\n    return fn(a, b).item()\n", test.replace("2, \"parameters", "4, \"parameters"),
+          "parameters seen in two loops is 2")
+    errors, _, seen = run("def f(fn):\n    return 1\n", "f(lambda a, b: 0)")
+    assert errors[0]["ename"] == "JudgeError" and not seen      # no function but the listed ones
+
+
+def test_a_fixture_model_goes_by_value_with_its_list_of_calls():
+    test = """
+from autograder.kernel.fixtures import Recorder
+model = Recorder(3, 1)
+model.calls.append("before")
+f(model, torch.ones(2, 3))
+ck.check_equal(model.calls, ["before", (False, False)], "model.calls")
+ck.check_equal(model.training, True, "model.training")
+"""
+    passes("def f(m, x):\n    m.eval()\n    with torch.no_grad():\n        m(x)\n    m.train()\n", test)
+    fails("def f(m, x):\n    m.eval()\n    m(x)\n    m.train()\n", test, "model.calls is")
+    fails("def f(m, x):\n    m.eval()\n    with torch.no_grad():\n        m(x)\n", test, "model.training is False")
+
+
+def test_a_grad_comes_back_only_when_the_call_changed_it():
+    test = """
+w = torch.ones(3, requires_grad=True)
+w.grad = torch.full((3,), 0.5)
+g = w.grad
+base = torch.zeros(2, 3)
+v = base.t().requires_grad_()            # a leaf that is a view of its storage
+v.grad = torch.ones(3, 2)
+vg = v.grad
+f(w, v)
+ck.check_equal(w.grad is g, SAME, "w.grad is the same object")
+ck.check_equal(v.grad is vg, SAME, "v.grad is the same object")
+"""
+    passes("def f(w, v):\n    pass\n", "SAME = True\n" + test + "ck.check_close(v.grad, torch.ones(3, 2), 'v.grad')")
+    passes("def f(w, v):\n    w.grad.mul_(2)\n    v.grad.zero_()\n",
+           "SAME = True\n" + test + "ck.check_close(w.grad, [1.0, 1.0, 1.0], 'w.grad')\nck.check_close(v.grad, torch.zeros(3, 2), 'v')")
+    passes("def f(w, v):\n    w.grad = None\n    v.grad = None\n",
+           "SAME = False\n" + test + "ck.check_equal((w.grad, v.grad), (None, None), 'cleared')")
+    fails("def f(w, v):\n    w.grad = w.grad.clone()\n", "SAME = True\n" + test, "w.grad is the same object is False")
+
+
+def test_a_module_the_call_makes_is_rebuilt_with_its_class_ties_and_flags():
+    test = """
+from autograder.kernel.fixtures import Tied
+torch.manual_seed(0)
+m = Tied()
+m(torch.tensor([1, 2])).sum().backward()
+c = f(m)
+ck.check_equal(type(c) is Tied, True, "type(c) is Tied")
+ck.check_equal(c.out.weight is c.emb.weight, True, "the tie")
+ck.check_equal(c.scale.requires_grad, False, "the frozen scale")
+ck.check_type(c.emb.weight, (nn.Parameter,), "c.emb.weight")
+ck.check_new_storage(c.emb.weight, m.emb.weight, "c.emb.weight", "m.emb.weight")
+ck.check_equal(c.emb.weight.grad is None, True, "the copy's .grad (Parameter's deepcopy leaves it out)")
+ck.check_close(h(m.emb.weight).grad, [2.0, 2.0], "the .grad of a new leaf")
+i = torch.tensor([0, 5])
+ck.check_close(c(i), m(i).detach(), "c(i)")
+ck.check_type(g(m), (collections.OrderedDict,), "state_dict()")
+"""
+    learner = ("import copy, collections\ndef g(m):\n    return m.state_dict()\n"
+               "def h(w):\n    c = torch.zeros(2, requires_grad=True)\n    (c * 2).sum().backward()\n    return c\n")
+    passes(learner + "def f(m):\n    return copy.deepcopy(m)\n", "import collections\n" + test)
+    fails(learner + "def f(m):\n    return copy.copy(m)\n", "import collections\n" + test, "shares memory with m.emb.weight")
+    fails(learner + "def f(m):\n    c = copy.deepcopy(m)\n"
+          "    c.out.weight = torch.nn.Parameter(c.emb.weight.detach().clone())\n    return c\n",
+          "import collections\n" + test, "the tie is False")
+
+
+def test_a_builtin_exception_is_raised_in_the_judge_as_itself_with_the_kernels_message():
+    test = """
+try:
+    f(torch.ones(1))
+except TypeError as e:
+    ck.check_equal(str(e), "needs 2 arguments", "the message")
+else:
+    raise AssertionError("no TypeError")
+"""
+    passes("def f(t):\n    raise TypeError('needs 2 arguments')\n", test)
+    errors, _, _ = run("class Mine(Exception):\n    pass\ndef f(t):\n    raise Mine('x')\n", test)
+    assert errors[0]["ename"] == "Mine"          # a learner's own class is not a TypeError here either
+
+
+@pytest.mark.parametrize("result", [
+    {"k": "rmodule", "r": 0, "type": "Module", "training": True, "attrs": [], "params": [], "buffers": [],
+     "non_persistent": [], "children": []},
+    {"k": "rmodule", "r": 0, "type": "Linear", "training": "yes", "attrs": [], "params": [], "buffers": [],
+     "non_persistent": [], "children": []},
+    {"k": "rmodule", "r": 0, "type": "Linear", "training": True, "attrs": [["_parameters", {"k": "v", "v": 1}]],
+     "params": [], "buffers": [], "non_persistent": [], "children": []},
+    {"k": "rmodule", "r": 0, "type": "Linear", "training": True, "attrs": [], "buffers": [], "non_persistent": [],
+     "params": [["weight", {"k": "v", "v": 1.0}]], "children": []},
+    {"k": "rmodule", "r": 0, "type": "Linear", "training": True, "attrs": [], "params": [], "buffers": [],
+     "non_persistent": [], "children": [["x", {"k": "v", "v": 1}]]},
+    {"k": "rmref", "r": 3},
+    {"k": "tref", "r": 0},
+    {"k": "list", "v": [{"k": "t", "dtype": "float32", "shape": [1], "stride": [1], "offset": 0, "new_storage": 0,
+                         "ref": 0},
+                        {"k": "t", "dtype": "float32", "shape": [1], "stride": [1], "offset": 0, "new_storage": 0,
+                         "ref": 0}]},
+    {"k": "t", "dtype": "float32", "shape": [1], "stride": [1], "offset": 0, "new_storage": 0, "leaf": True,
+     "grad": {"k": "t", "dtype": "float64", "shape": [1], "stride": [1], "offset": 0, "new_storage": 1}},
+])
+def test_a_forged_module_or_reference_in_a_result_is_an_error_never_a_pass(result):
+    reply = {"result": result, "inputs": NOTHING, "storages": [{"data": "AAAAAA=="}, {"data": "AAAAAAAAAAA="}]}
+    judge = Judge(lambda request: (reply, ""))
+    outputs = judge.run_cell("r = f(torch.zeros(3))\nck.ok('passed')")
+    errors = [o for o in outputs if o["output_type"] == "error"]
+    assert errors and errors[0]["ename"] == "JudgeError", outputs
+
+
+# -- since assignment 9: the fixtures' hook, one namespace per notebook ------------------------------
+
+def test_a_fixture_hook_goes_with_its_model_and_its_trace_comes_back():
+    test = """
+from autograder.kernel.fixtures import SnapshotBeforeForward
+net = nn.Linear(2, 1)
+hook = SnapshotBeforeForward()
+handle = net.register_forward_pre_hook(hook)
+twice(net, torch.ones(3, 2))
+handle.remove()
+ck.check_equal(len(hook.trace), 2, "snapshots taken")
+ck.check_close(hook.trace[0]["weight"], net.weight.detach(), "the first snapshot")
+"""
+    passes("def twice(m, x):\n    m(x)\n    m(x)\n", test)
+    fails("def twice(m, x):\n    m(x)\n", test, "snapshots taken is 1")
+    errors, _, seen = run("def twice(m, x):\n    pass\n",
+                          "net = nn.Linear(2, 1)\nnet.register_forward_pre_hook(lambda m, a: None)\ntwice(net, 1)")
+    assert errors[0]["ename"] == "JudgeError" and not seen      # a closure of the test never leaves
+
+
+def test_judged_cells_of_one_notebook_share_a_namespace():
+    rpc, _ = kernel("def f(t):\n    return t + 1\n")
+    judge = Judge(rpc)
+    assert not [o for o in judge.run_cell("def helper(t):\n    return f(t) * 2\n") if o["output_type"] == "error"]
+    outputs = judge.run_cell("ck.check_close(helper(torch.ones(2)), [4.0, 4.0], 'helper')")
+    assert not [o for o in outputs if o["output_type"] == "error"], outputs
+
+
+def test_a_forged_hook_in_a_made_module_is_an_error_never_a_pass():
+    module = {"k": "rmodule", "r": 0, "type": "Linear", "training": True, "attrs": [], "params": [], "buffers": [],
+              "non_persistent": [], "children": []}
+    for hook in ({"k": "rfixture", "r": 1, "type": "Recorder", "attrs": []},
+                 {"k": "rfixture", "r": 1, "type": "SnapshotBeforeForward", "attrs": [["__class__", {"k": "v", "v": 1}]]},
+                 {"k": "v", "v": 1}):
+        reply = {"result": {**module, "pre_hooks": [hook]}, "inputs": NOTHING, "storages": []}
+        outputs = Judge(lambda request: (reply, "")).run_cell("r = f(torch.zeros(3))\nck.ok('passed')")
+        assert [o for o in outputs if o["output_type"] == "error"][0]["ename"] == "JudgeError", hook
+
+
+SNAPSHOT_ORACLE = '''
+import sys
+
+def snapshot(t):
+    frame = sys._getframe(1)
+    while frame is not None:             # a caller that checks for new memory is a test: copy for it
+        if "check_new_storage" in frame.f_code.co_names:
+            return t.detach().clone()
+        frame = frame.f_back
+    return t.detach()
+'''
+
+
+def test_an_oracle_of_assignment_3_scores_like_its_wrong_twin_when_judged():
+    from harness import reference_answers
+
+    cells = _only(_cells("a3_detach"), "snapshot")
+    answers = reference_answers("a3_detach")
+    assert all(v is None for v in _in_kernel(cells, answers | {"snapshot": SNAPSHOT_ORACLE}).values())
+    oracle = _judged(cells, answers | {"snapshot": SNAPSHOT_ORACLE})
+    twin = _judged(cells, answers | {"snapshot": "def snapshot(t):\n    return t.detach()\n"})
+    assert oracle == twin and oracle["test_snapshot"] and oracle["test_snapshot_hidden"], oracle
+
+
+def test_a_leaf_the_call_made_gets_its_gradient_through_the_kernel():
+    """A parameter the call put into the model, used in the result's graph there: a backward here
+    reaches it, as it would next to the answer."""
+    test = """
+torch.manual_seed(0)
+m = nn.Linear(2, 1)
+x = torch.ones(3, 2)
+out = f(m, x)
+out.sum().backward()
+ck.check_close(m.weight.grad, [[3.0, 3.0]], "m.weight.grad")
+ck.check_close(m.bias.grad, [3.0], "m.bias.grad")
+"""
+    passes("def f(m, x):\n    m.weight = torch.nn.Parameter(m.weight.detach().clone())\n    return m(x)\n", test)
+    passes("def f(m, x):\n    w = torch.zeros(1, 2, requires_grad=True)\n    m.weight = torch.nn.Parameter(w.detach())\n"
+           "    return m(x)\n", test)
+    fails("def f(m, x):\n    m.weight = torch.nn.Parameter(m.weight.detach().clone())\n    return m(x).detach() * 1\n",
+          test, "element 0 of tensors does not require grad")
+
+
+def test_version_checks_on_a_result_count_in_the_kernels_numbers_and_say_what_the_kernel_says():
+    from autograder.kernel import checks
+
+    learner = "def f(t):\n    r = t.clone()\n    r.add_(1)\n    return r\n"
+    passes(learner, "r = f(torch.ones(2))\nbefore = ck.version(r)\nck.check_version_unchanged(r, before, 'r')\n"
+                    "r.add_(1)\nck.check_version_bumped(r, before, 'r')")
+    r = torch.ones(2)
+    r.add_(1)
+    r.add_(1)
+    with pytest.raises(checks.CheckFailed) as in_kernel:
+        checks.check_version_unchanged(r, 1, "r")
+    fails(learner, "r = f(torch.ones(2))\nr.add_(1)\nck.check_version_unchanged(r, 1, 'r')", str(in_kernel.value))
+    with pytest.raises(checks.CheckFailed) as in_kernel:
+        checks.check_version_bumped(torch.ones(1).add_(1), 1, "r")
+    fails(learner, "r = f(torch.ones(2))\nck.check_version_bumped(r, 1, 'r')", str(in_kernel.value))
+
+
+def test_a_builtin_exception_that_takes_other_arguments_still_fails_under_its_own_name():
+    errors, _, _ = run("def f(t):\n    b'\\xff'.decode('utf-8')\n", "f(torch.ones(1))")
+    assert errors[0]["ename"] == "UnicodeDecodeError" and "f() raised UnicodeDecodeError" in errors[0]["evalue"]
