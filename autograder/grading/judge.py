@@ -1140,7 +1140,7 @@ def _graph_cell(source: str) -> bool:
 
 def _op_object(name: str):
     owner, _, attr = name.partition(".")
-    return getattr(torch.Tensor if owner == "Tensor" else torch, attr, None)
+    return getattr({"Tensor": torch.Tensor, "F": torch.nn.functional}.get(owner, torch), attr, None)
 
 
 # the allow-list's functions and methods, by the object torch hands a TorchFunctionMode

@@ -565,14 +565,17 @@ GRAPH_OPS = frozenset(
         "to", "float", "double", "view", "view_as", "reshape", "t", "transpose", "permute", "expand",
         "expand_as", "squeeze", "unsqueeze", "flatten", "contiguous", "select", "narrow",
         "copy_", "add_", "sub_", "mul_", "div_", "zero_", "fill_", "requires_grad_", "retain_grad",
-        "backward")]
+        "backward", "clamp", "clamp_min", "clamp_max", "max", "min", "softmax", "log_softmax")]
     + [f"torch.{f}" for f in (
         "add", "sub", "mul", "div", "neg", "pow", "matmul", "exp", "log", "sin", "cos", "tanh", "sigmoid",
-        "relu", "abs", "sqrt", "sum", "mean", "clone", "stack", "cat", "where")])
+        "relu", "abs", "sqrt", "sum", "mean", "clone", "stack", "cat", "where", "clamp", "max", "min",
+        "softmax", "log_softmax")]
+    + [f"F.{f}" for f in ("relu", "softmax", "log_softmax", "mse_loss", "linear")])
 MAX_MIRROR = 200_000       # tensors the mirror holds for one notebook
 _mirrors: dict[str, dict] = {}   # one mirror per judge (a judge per notebook run), by the judge's token
 _mirror: dict[int, _Tensor] = {}
 _set_grad_enabled = torch.set_grad_enabled
+_F = torch.nn.functional
 _ellipsis = Ellipsis
 
 
@@ -581,7 +584,7 @@ def graph_op(name: str):
     if name not in GRAPH_OPS:
         raise ValueError(f"the recipe names {str(name)[:80]!r}, which the agent does not replay")
     owner, _, attr = name.partition(".")
-    return getattr(_Tensor if owner == "Tensor" else torch, attr)
+    return getattr({"Tensor": _Tensor, "F": _F}.get(owner, torch), attr)
 
 
 def _constant(v):
