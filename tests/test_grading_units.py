@@ -1033,6 +1033,7 @@ def test_save_auto_grades_once_records_what_nbgraders_own_does_in_one_commit(tmp
     from nbgrader.api import Gradebook
     from nbgrader.preprocessors import SaveAutoGrades
     from sqlalchemy import event
+    from sqlalchemy.engine import Engine
     from sqlalchemy.orm import Session
 
     from autograder.grading.gradebook import SaveAutoGradesOnce
@@ -1047,21 +1048,29 @@ def test_save_auto_grades_once_records_what_nbgraders_own_does_in_one_commit(tmp
         for student in ("stock", "once"):
             gb.update_or_create_student(student)
             gb.update_or_create_submission("a1_views", student)
-    commits = []
+    commits, selects = [], []
     listener = lambda session: commits.append(session)   # noqa: E731
+
+    def statement(conn, cursor, text, *args):
+        if text.lstrip().upper().startswith("SELECT"):
+            selects.append(text)
     event.listen(Session, "after_commit", listener)
+    event.listen(Engine, "before_cursor_execute", statement)
     try:
-        with Gradebook(url):        # what opening a gradebook commits by itself (its course check)
+        with Gradebook(url):        # what opening a gradebook commits and asks by itself (its course check)
             pass
         counts = {"open": len(commits)}
+        asked = {"open": len(selects)}
         for student, cls in (("stock", SaveAutoGrades), ("once", SaveAutoGradesOnce)):
-            before = len(commits)
+            before, asked_before = len(commits), len(selects)
             resources = {"nbgrader": {"notebook": "a1_views", "assignment": "a1_views", "student": student,
                                       "db_url": url}}
             cls().preprocess(copy.deepcopy(nb), resources)
             counts[student] = len(commits) - before
+            asked[student] = len(selects) - asked_before
     finally:
         event.remove(Session, "after_commit", listener)
+        event.remove(Engine, "before_cursor_execute", statement)
     with Gradebook(url) as gb:
         saved = {s: sorted((g.name, g.auto_score, g.needs_manual_grade)
                            for g in gb.find_submission_notebook("a1_views", "a1_views", s).grades)
@@ -1072,3 +1081,154 @@ def test_save_auto_grades_once_records_what_nbgraders_own_does_in_one_commit(tmp
     assert saved["once"] == saved["stock"] and comments["once"] == comments["stock"]
     assert ("test_plus_one", 0.0, False) in saved["once"], saved["once"]
     assert counts["stock"] > counts["open"] + 5 and counts["once"] == counts["open"] + 1, counts
+    # nbgrader asks for each cell's grade or comment on its own; the course's finds them all at once
+    graded = sum(1 for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade")
+                 or c.metadata.get("nbgrader", {}).get("solution"))
+    assert asked["stock"] >= asked["open"] + graded, (asked, graded)
+    assert asked["once"] <= asked["open"] + 4, asked
+
+
+def test_a_shared_gradebook_makes_its_tables_once_and_a_new_database_still_gets_them(tmp_path, monkeypatch):
+    """share_engines: the first Gradebook of a database creates its tables (nbgrader's create_all);
+    later ones open without checking each table again; another database is set up in full."""
+    import sys
+
+    from nbgrader.api import Gradebook
+    from sqlalchemy import event
+    from sqlalchemy.engine import Engine
+
+    from autograder.grading.gradebook import share_engines
+
+    share_engines()
+    monkeypatch.setenv("PATH", os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", ""))  # alembic
+    pragmas = []
+
+    def statement(conn, cursor, text, *args):
+        if "PRAGMA" in text.upper() and "table_info" in text.lower():
+            pragmas.append(text)
+    event.listen(Engine, "before_cursor_execute", statement)
+    try:
+        counts = []
+        for url in [f"sqlite:///{tmp_path / 'one.db'}"] * 3 + [f"sqlite:///{tmp_path / 'two.db'}"]:
+            before = len(pragmas)
+            with Gradebook(url) as gb:
+                gb.add_student("s1") if not gb.students else None
+            counts.append(len(pragmas) - before)
+    finally:
+        event.remove(Engine, "before_cursor_execute", statement)
+    assert counts[0] > 5 and counts[1] == counts[2] == 0 and counts[3] == counts[0], counts
+    for name in ("one", "two"):
+        with Gradebook(f"sqlite:///{tmp_path / name}.db") as gb:
+            assert [s.id for s in gb.students] == ["s1"]
+
+
+@pytest.mark.parametrize("change, key", [
+    ({"points": "two"}, "points"),                  # a string where nbgrader wants a number
+    ({"grade": "yes"}, "grade"),
+    ({"extra": 1}, "extra"),
+    ({"points": 0.5, "locked": False}, None),       # valid: passes, and passes again from memory
+])
+def test_the_metadata_check_fails_as_nbgraders_own_and_checks_its_schema_once(change, key, monkeypatch):
+    """check_metadata_once: jsonschema's own errors for metadata that nbgrader's schema refuses, and
+    valid metadata passes; the schema itself is checked once, not for every cell."""
+    import jsonschema
+    from nbgrader.nbgraderformat import MetadataValidator, common
+
+    from autograder.grading.gradebook import check_metadata_once
+
+    schema = MetadataValidator().schema
+    meta = {"grade": True, "grade_id": "test_x", "locked": True, "points": 2, "schema_version": 3,
+            "solution": False} | change
+    try:
+        jsonschema.validate(meta, schema)
+        expected = None
+    except jsonschema.ValidationError as e:
+        expected = e.message
+    check_metadata_once()
+    assert getattr(common.jsonschema, "checks_once", False)
+    checked = []
+    monkeypatch.setattr(jsonschema.Draft4Validator, "check_schema",
+                        classmethod(lambda cls, s, *a, **k: checked.append(1)), raising=False)
+    for _ in range(3):
+        try:
+            common.jsonschema.validate(dict(meta), schema)
+            got = None
+        except jsonschema.ValidationError as e:
+            got = e.message
+        assert got == expected
+    assert (expected is None) == (key is None), expected
+    assert key is None or key in expected or f"'{change[key]}' is not of type" in expected, expected
+    assert len(checked) <= 1, checked
+
+
+def test_restore_missing_cells_puts_back_what_nbgraders_own_does_in_fewer_queries(tmp_path):
+    """RestoreMissingCells against nbgrader's OverwriteCells on one tampered submission (a locked
+    test rewritten, points raised, a cell type switched, a test deleted): the
+    same notebook comes out, from a few queries instead of one or two per cell."""
+    from nbgrader.preprocessors import OverwriteCells
+    from sqlalchemy import event
+    from sqlalchemy.engine import Engine
+
+    from autograder.grading.cells import RestoreMissingCells
+    from harness import release_notebook, scratch_course
+
+    root = scratch_course(tmp_path / "c", "a1_views")
+    url = f"sqlite:///{root / 'gradebook.db'}"
+    nb = nbformat.read(release_notebook("a1_views"), as_version=4)
+
+    def cell(gid):
+        return next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == gid)
+
+    tests = [c.metadata.nbgrader["grade_id"] for c in nb.cells
+             if c.metadata.get("nbgrader", {}).get("grade") and c.cell_type == "code"]
+    cell(tests[0]).source = "pass  # rewritten"
+    cell(tests[1]).metadata.nbgrader["points"] = 100
+    cell(tests[2]).cell_type = "markdown"
+    cell(tests[2]).pop("outputs", None)
+    cell(tests[2]).pop("execution_count", None)
+    nb.cells.remove(cell(tests[4]))
+    selects = []
+
+    def statement(conn, cursor, text, *args):
+        if text.lstrip().upper().startswith("SELECT"):
+            selects.append(text)
+    out, asked = {}, {}
+    event.listen(Engine, "before_cursor_execute", statement)
+    try:
+        for name, cls in (("stock", OverwriteCells), ("ours", RestoreMissingCells)):
+            before = len(selects)
+            resources = {"nbgrader": {"notebook": "a1_views", "assignment": "a1_views", "db_url": url}}
+            out[name], _ = cls(add_missing_cells=True).preprocess(copy.deepcopy(nb), resources)
+            asked[name] = len(selects) - before
+    finally:
+        event.remove(Engine, "before_cursor_execute", statement)
+    assert out["ours"] == out["stock"]
+    restored = next(c for c in out["ours"].cells if c.metadata.get("nbgrader", {}).get("grade_id") == tests[0])
+    assert restored.source != "pass  # rewritten"
+    assert any(c.metadata.get("nbgrader", {}).get("grade_id") == tests[4] for c in out["ours"].cells)
+    cells = sum(1 for c in nb.cells if "grade_id" in c.metadata.get("nbgrader", {}))
+    assert asked["stock"] >= cells and asked["ours"] <= 12, (asked, cells)
+
+
+def test_settling_memory_leaves_later_garbage_to_the_collector():
+    """settle_memory exempts what is loaded from full collections; a cycle made afterwards (a
+    notebook's objects) is still collected, and a second call with nothing new loaded is a no-op."""
+    import gc
+    import weakref
+
+    from autograder.grading import jobs
+
+    jobs.settle_memory()
+    frozen = gc.get_freeze_count()
+    assert frozen > 0
+    jobs.settle_memory()
+    assert gc.get_freeze_count() == frozen
+
+    class Node:
+        pass
+    a, b = Node(), Node()
+    a.other, b.other = b, a
+    ref = weakref.ref(a)
+    del a, b
+    gc.collect()
+    assert ref() is None

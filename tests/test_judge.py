@@ -313,6 +313,7 @@ def _same_verdicts(kernel: dict, judged: dict) -> list[str]:
 
 
 JUDGED_ASSIGNMENTS = ["a1_views", "a2_clone", "a3_detach", "a4_grad_modes", "a5_copy", "a6_deepcopy", "a8_devices", "a9_capstone"]
+JUDGED_ASSIGNMENTS.append("a6b_boundaries")
 
 JUDGED_ASSIGNMENTS.append("a7_graphs")    # its graphs go to the kernel as recipes
 
@@ -985,6 +986,377 @@ def test_a_forged_hook_in_a_made_module_is_an_error_never_a_pass():
         assert [o for o in outputs if o["output_type"] == "error"][0]["ename"] == "JudgeError", hook
 
 
+# -- since assignment 6b: NumPy arrays, paths in a folder of the test's, optimizers -----------------
+
+def test_arrays_arrive_on_one_buffer_with_their_offset_strides_and_flags():
+    learner = """
+import numpy as np
+def describe(a):
+    return a.dtype.str, a.shape, a.strides, bool(a.flags.writeable), a.tolist()
+def overlap(a, b):
+    return bool(np.shares_memory(a, b))
+"""
+    test = """
+m = np.arange(12.0).reshape(3, 4)
+ck.check_equal(describe(m[:, 1]), ("<f8", (3,), (32,), True, [1.0, 5.0, 9.0]), "a column")
+ck.check_equal(describe(m[::-1, ::2]), ("<f8", (3, 2), (-32, 16), True, [[8.0, 10.0], [4.0, 6.0], [0.0, 2.0]]), "reversed")
+b = np.broadcast_to(np.arange(3, dtype=np.int32), (2, 3))
+ck.check_equal(describe(b), ("<i4", (2, 3), (0, 4), False, [[0, 1, 2], [0, 1, 2]]), "broadcast_to")
+frozen = m.view()
+frozen.flags.writeable = False
+ck.check_equal(describe(frozen)[3], False, "a read-only view")
+ck.check_equal(overlap(m[:, 1], m[::-1, ::2]), False, "two views that miss each other")
+ck.check_equal(overlap(m[0], m[:, 0]), True, "two views of one base")
+ck.check_equal(overlap(m, np.arange(12.0)), False, "two bases")
+ck.ok("arrays")
+"""
+    errors, printed, _ = run(learner, test)
+    assert not errors and printed == "\u2713 arrays\n", errors
+    # an array and a tensor on the same memory: refused, nothing is sent
+    errors, _, seen = run(learner, "t = torch.zeros(3)\noverlap(t.numpy(), t)")
+    assert errors and errors[0]["ename"] == "JudgeError" and not seen
+
+
+def test_a_tensor_in_an_arrays_memory_is_on_the_judges_own_array():
+    test = """
+m = np.arange(12.0).reshape(3, 4)
+t = wrap(m[:, 1])
+ck.check_equal(bool(np.shares_memory(m, t.numpy())), SHARES, "np.shares_memory(m, t.numpy())")
+t[0] = -1.0
+ck.check_equal(float(m[0, 1]), -1.0 if SHARES else 1.0, "m[0, 1] after t[0] = -1")
+m[2, 1] = 100.0
+ck.check_equal(float(t[2]), 100.0 if SHARES else 9.0, "t[2] after m[2, 1] = 100")
+"""
+    passes("def wrap(a):\n    return torch.from_numpy(a)\n", "SHARES = True\n" + test)
+    passes("def wrap(a):\n    return torch.as_tensor(a)[1:].clone() if False else torch.from_numpy(a.copy())\n",
+           "SHARES = False\n" + test)
+    fails("def wrap(a):\n    return torch.from_numpy(a)\n", "SHARES = False\n" + test, "np.shares_memory(m, t.numpy()) is True")
+    # torch's refusal of a negative stride is a ValueError in the judge too, with its message
+    errors, printed, _ = run("def wrap(a):\n    return torch.from_numpy(a)\n",
+                             "try:\n    wrap(np.arange(3.0)[::-1])\nexcept ValueError as e:\n    ck.ok(str(e)[:26])")
+    assert not errors and printed == "\u2713 At least one stride in the\n"
+
+
+def test_an_input_array_and_arrays_in_its_memory_come_back_as_the_judges_own():
+    test = """
+v = np.arange(6.0)
+r = f(v)
+ck.check_equal(r[0] is v, True, "the input itself")
+ck.check_equal(bool(np.shares_memory(r[1], v)), True, "a view of it")
+r[1][0] = 50.0
+ck.check_equal(float(v[4]), 50.0, "v[4] after a write into the view")
+"""
+    passes("def f(a):\n    return a, a[4:1:-1]\n", test)
+    fails("def f(a):\n    return a, a[4:1:-1].copy()\n", test, "a view of it is False")
+
+
+def test_what_the_call_writes_into_an_array_comes_back_and_read_only_stays_read_only():
+    test = """
+v = np.arange(6.0)
+bump(v[::-1][1:3])
+ck.check_equal(v.tolist(), [0.0, 1.0, 2.0, 4.0, 5.0, 5.0], "v after bump")
+"""
+    passes("def bump(a):\n    a += 1\n", test)
+    fails("def bump(a):\n    a = a + 1\n", test, "v after bump is")
+    # a read-only view of writable memory may be made writable again, as in one process; read-only
+    # memory may not
+    flip = "def bump(a):\n    a.flags.writeable = True\n    a += 1\n"
+    passes(flip, "b = np.arange(3.0)\na = b.view()\na.flags.writeable = False\nbump(a)\n"
+                 "ck.check_equal(b.tolist(), [1.0, 2.0, 3.0], 'b')")
+    passes(flip, "a = np.frombuffer(bytes(24), dtype=np.float64)\ntry:\n    bump(a)\nexcept ValueError:\n    pass\n"
+                 "else:\n    raise AssertionError('no ValueError')\nck.check_equal(a.tolist(), [0.0] * 3, 'a')")
+
+
+def test_a_path_in_a_folder_of_the_test_goes_as_a_fresh_folder_and_its_files_come_back():
+    test = """
+with tempfile.TemporaryDirectory() as folder:
+    with open(os.path.join(folder, "in.txt"), "w") as f:
+        f.write("hello")
+    path = os.path.join(folder, "x.pt")
+    ck.check_equal(save(torch.arange(3.0), path), "hello", "what the kernel read from in.txt")
+    ck.check_equal(sorted(os.listdir(folder)), ["x.pt"], "the folder after the call")
+    ck.check_close(torch.load(path), [0.0, 1.0, 2.0], "torch.load(path)")
+ck.ok("files")
+"""
+    learner = ("import os\ndef save(t, path):\n    folder = os.path.dirname(path)\n"
+               "    text = open(os.path.join(folder, 'in.txt')).read()\n    os.remove(os.path.join(folder, 'in.txt'))\n"
+               "    torch.save(t, {target})\n    return text\n")
+    errors, printed, seen = run(learner.format(target="path"), test)
+    assert not errors and printed == "\u2713 files\n", errors
+    assert not any("judge-" in s for s in seen)       # the grader's folder's name never reaches the kernel
+    fails(learner.format(target="path + '.bak'"), test, "the folder after the call is")
+
+
+def test_links_are_not_followed_and_big_or_many_files_come_back_capped():
+    learner = """
+import os
+def make(path, kind):
+    folder = os.path.dirname(path)
+    if kind == "link":
+        secret = os.path.join(os.path.dirname(folder), "secret-of-the-kernel")
+        with open(secret, "w") as f:
+            f.write("kernel")
+        os.symlink(secret, path)
+        os.mkdir(os.path.join(folder, "sub"))
+    elif kind == "big":
+        with open(path, "wb") as f:
+            f.write(b"x" * (9 << 20))
+    else:
+        for i in range(70):
+            open(os.path.join(folder, f"{i:03}"), "w").close()
+"""
+    test = """
+with tempfile.TemporaryDirectory() as folder:
+    path = os.path.join(folder, "x.pt")
+    make(path, "link")
+    ck.check_equal(os.listdir(folder), [], "the folder after a link and a folder were made there")
+    make(path, "big")
+    ck.check_equal(os.path.getsize(path), 9 << 20, "the size of a file over the cap")
+    with open(path, "rb") as f:
+        ck.check_equal(f.read(4), bytes(4), "the bytes of a file over the cap (never sent)")
+    os.remove(path)
+    make(path, "many")
+    ck.check_equal(len(os.listdir(folder)), 64, "files that came back")
+ck.ok("capped")
+"""
+    errors, printed, _ = run(learner, test)
+    assert not errors and printed == "\u2713 capped\n", errors
+
+
+EVIL_SAVE = """
+import builtins
+
+class Evil:
+    def __reduce__(self):
+        return (exec, ("import builtins; builtins.JUDGE_RAN_A_PICKLE = True",))
+
+def save_compact(t, path):
+    torch.save({"t": t.clone(), "evil": Evil()}, path)
+"""
+
+
+def test_a_malicious_pickle_from_the_kernel_never_runs_in_the_grader(monkeypatch):
+    """A learner's file whose pickle would run code: judged, torch.load reads weights only whatever the
+    test or the environment asks, and the test fails without the code running in the grader."""
+    import builtins
+
+    from harness import reference_answers
+
+    monkeypatch.setenv("TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD", "1")
+    cells = _only(_cells("a6b_boundaries"), "save_compact")
+    judged = _judged(cells, reference_answers("a6b_boundaries") | {"save_compact": EVIL_SAVE})
+    assert not hasattr(builtins, "JUDGE_RAN_A_PICKLE")
+    assert "UnpicklingError" in judged["test_save_compact"] and "UnpicklingError" in judged["test_save_compact_hidden"]
+    for load in ("torch.load(path, weights_only=False)", "torch.load(path, None, pickle)",
+                 "__import__('torch').load(path, weights_only=False)"):
+        test = f"""
+import pickle
+import torch
+with tempfile.TemporaryDirectory() as folder:
+    path = os.path.join(folder, "evil.pt")
+    save_compact(torch.ones(2), path)
+    {load}
+"""
+        errors, _, _ = run(EVIL_SAVE, test)
+        assert errors and errors[0]["ename"] == "UnpicklingError", (load, errors)
+        assert not hasattr(builtins, "JUDGE_RAN_A_PICKLE")
+
+
+OPTIMIZER_TEST = """
+torch.manual_seed(0)
+model = nn.Linear(3, 2)
+opt = torch.optim.Adam(model.parameters(), lr=0.01, betas=(0.8, 0.9))
+model(torch.randn(4, 3)).sum().backward()
+opt.step()
+sd = f(opt)
+live = opt.state[model.weight]["exp_avg"]
+before = live.clone()
+ck.check_equal(sd["param_groups"][0]["betas"], (0.8, 0.9), "betas")
+ck.check_equal(sd["state"][0]["exp_avg"] is live, SAME, "the snapshot's exp_avg is the optimizer's")
+ck.check_equal(sd["state"][0]["step"] is opt.state[model.weight]["step"], SAME, "the step count is the optimizer's")
+ck.check_equal(sd["state"][0] is opt.state[model.weight], SAME, "the state dict is the optimizer's")
+opt.step()
+ck.check_close(sd["state"][0]["exp_avg"], live if SAME else before, "the snapshot's exp_avg after a step")
+ck.check_new_storage(sd["state"][1]["exp_avg_sq"], opt.state[model.bias]["exp_avg_sq"], "exp_avg_sq", "the live one")
+"""
+
+
+def test_an_optimizer_goes_by_value_and_its_state_dict_is_the_judges_own_state():
+    passes("import copy\ndef f(o):\n    return copy.deepcopy(o.state_dict())\n", "SAME = False\n" + OPTIMIZER_TEST)
+    fails("def f(o):\n    return o.state_dict()\n", "SAME = True\n" + OPTIMIZER_TEST, "exp_avg_sq shares memory with the live one")
+    fails("def f(o):\n    sd = o.state_dict()\n    for s in sd['state'].values():\n        s['exp_avg_sq'] = s['exp_avg_sq'].clone()\n"
+          "    return sd\n", "SAME = True\n" + OPTIMIZER_TEST, "exp_avg_sq shares memory with the live one")
+    # a view of a state tensor, the optimizer itself and its state mapping are the judge's own
+    passes("def f(o):\n    p = o.param_groups[0]['params'][0]\n    return o, o.state, o.state[p]['exp_avg'][0]\n",
+           "torch.manual_seed(0)\nm = nn.Linear(2, 2)\nopt = torch.optim.AdamW(m.parameters())\n"
+           "m(torch.ones(1, 2)).sum().backward()\nopt.step()\nr = f(opt)\n"
+           "ck.check_equal((r[0] is opt, r[1] is opt.state), (True, True), 'the optimizer and its state')\n"
+           "ck.check_same_storage(r[2], opt.state[m.weight]['exp_avg'], 'the row', 'exp_avg')")
+
+
+def test_what_the_call_does_to_an_optimizer_comes_back():
+    test = """
+torch.manual_seed(0)
+model = nn.Linear(3, 2)
+opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9, nesterov=True)
+ref_model, ref_opt = copy.deepcopy((model, opt))
+x = torch.randn(4, 3)
+model(x).sum().backward()
+ref_model(x).sum().backward()
+groups = opt.param_groups
+f(opt)
+ref_opt.step()
+ck.check_close(model.weight, ref_model.weight, "the weight after the kernel's step")
+ck.check_close(opt.state[model.weight]["momentum_buffer"], ref_opt.state[ref_model.weight]["momentum_buffer"],
+               "the momentum buffer made in the kernel")
+ck.check_equal(opt.param_groups is groups, True, "the same param_groups")
+ck.check_equal(opt.param_groups[0]["lr"], 0.5, "lr after the call")
+ck.check_equal(opt.param_groups[0]["nesterov"], True, "nesterov")
+opt.step()
+ref_opt.param_groups[0]["lr"] = 0.5
+ref_opt.step()
+ck.check_close(model.bias, ref_model.bias, "the bias after one more step here")
+"""
+    passes("def f(o):\n    o.step()\n    o.param_groups[0]['lr'] = 0.5\n", test)
+    fails("def f(o):\n    o.param_groups[0]['lr'] = 0.5\n", test, "the weight after the kernel's step")
+    fails("def f(o):\n    o.step()\n", test, "lr after the call is 0.1")
+    # a group dict replaced in the list: the judge's list holds the new dict, as it would in one process
+    passes("def f(o):\n    o.step()\n    o.param_groups[0] = dict(o.param_groups[0], lr=0.5)\n", test)
+    # load_state_dict replaces the state mapping's entries and param_groups there: here too
+    passes("import copy\ndef f(o):\n    sd = copy.deepcopy(o.state_dict())\n    sd['param_groups'][0]['lr'] = 0.25\n"
+           "    o.load_state_dict(sd)\n",
+           "m = nn.Linear(2, 1)\nopt = torch.optim.SGD(m.parameters(), lr=0.1)\nf(opt)\n"
+           "ck.check_equal(opt.param_groups[0]['lr'], 0.25, 'lr')\n"
+           "ck.check_equal(opt.param_groups[0]['params'], [m.weight, m.bias], 'params')")
+
+
+def test_the_judge_refuses_an_optimizer_it_cannot_rebuild_there():
+    for test in ("opt = torch.optim.RMSprop([torch.zeros(1, requires_grad=True)])\nf(opt)",
+                 "opt = torch.optim.SGD([torch.zeros(1, requires_grad=True)], lr=0.1)\n"
+                 "opt.register_step_pre_hook(lambda *a: None)\nf(opt)",
+                 "opt = torch.optim.SGD([torch.zeros(1, requires_grad=True)], lr=0.1)\nopt.extra = 1\nf(opt)",
+                 "opt = torch.optim.SGD([torch.zeros(1, requires_grad=True)], lr=0.1)\n"
+                 "opt.param_groups[0]['f'] = print\nf(opt)"):
+        errors, _, seen = run("def f(o):\n    return 1\n", test)
+        assert errors and errors[0]["ename"] == "JudgeError" and not seen, test
+
+
+B24 = "A" * 32      # 24 bytes of zeros, base64
+
+
+@pytest.mark.parametrize("cell, reply", [
+    # arrays
+    ("a = np.zeros(3)\nr = f(a)", {"result": {"k": "v", "v": None}, "buffers": [B24, B24]}),
+    ("a = np.zeros(3)\nr = f(a)", {"result": {"k": "v", "v": None}, "buffers": ["AAAA"]}),
+    ("a = np.zeros(3)\nr = f(a)", {"result": {"k": "v", "v": None}, "buffers": "x"}),
+    ("a = np.zeros(3)\na.flags.writeable = False\nb = np.frombuffer(bytes(24))\nr = f(b)",
+     {"result": {"k": "v", "v": None}, "buffers": [B24]}),
+    ("a = np.zeros(3)\nr = f(a)", {"result": {"k": "aref", "n": 1}}),
+    ("a = np.zeros(3)\nr = f(a)", {"result": {"k": "ab", "b": 0, "byte_offset": 8, "dtype": "<f8", "shape": [3],
+                                              "strides": [8]}}),
+    ("a = np.zeros(3)\nr = f(a)", {"result": {"k": "ab", "b": 0, "byte_offset": 0, "dtype": "<f8", "shape": [2],
+                                              "strides": [-8]}}),
+    ("a = np.zeros(3)\nr = f(a)", {"result": {"k": "ab", "b": 0, "byte_offset": 0, "dtype": "|O", "shape": [1],
+                                              "strides": [8]}}),
+    ("a = np.zeros(3)\nr = f(a)", {"result": {"k": "t", "dtype": "float64", "shape": [3], "stride": [1], "offset": 0,
+                                              "in_array": 0, "byte_offset": 8, "nbytes": 24}}),
+    ("a = np.zeros(3)\nr = f(a)", {"result": {"k": "t", "dtype": "float64", "shape": [4], "stride": [1], "offset": 0,
+                                              "in_array": 0, "byte_offset": 0, "nbytes": 24}}),
+    ("a = np.zeros(3)\nr = f(a)", {"result": {"k": "t", "dtype": "float64", "shape": [1], "stride": [1], "offset": 0,
+                                              "in_array": 1, "byte_offset": 0, "nbytes": 8}}),
+    # files
+    *[("with tempfile.TemporaryDirectory() as d:\n    r = f(os.path.join(d, 'x'))",
+       {"result": {"k": "v", "v": None}, "folders": [entries]}) for entries in (
+        [{"name": "../x", "size": 1, "data": "AA=="}], [{"name": "a/b", "size": 1, "data": "AA=="}],
+        [{"name": "..", "size": 0, "data": ""}], [{"name": "x", "size": -1, "data": None}],
+        [{"name": "x", "size": 2, "data": "AA=="}], [{"name": "x", "size": 1 << 50, "data": None}],
+        [{"name": "x", "size": 1, "data": "AA=="}, {"name": "x", "size": 1, "data": "AA=="}],
+        [{"name": str(i), "size": 0, "data": ""} for i in range(65)], "x", [["x", 1]])],
+    ("with tempfile.TemporaryDirectory() as d:\n    r = f(os.path.join(d, 'x'))",
+     {"result": {"k": "v", "v": None}, "folders": [[], []]}),
+    # optimizers
+    *[("m = nn.Linear(1, 1)\nopt = torch.optim.SGD(m.parameters(), lr=0.1)\nr = f(opt)",
+       {"result": result, "inputs": [NOTHING[0]] * 2, **extra}) for result, extra in (
+        ({"k": "oref", "o": 1}, {}), ({"k": "ostate", "o": -1}, {}),
+        ({"k": "v", "v": None}, {"optimizers": [{"o": 3, "state": []}]}),
+        ({"k": "v", "v": None}, {"optimizers": [{"o": 0, "state": [[{"k": "v", "v": 1}, {"k": "dict", "v": []}]]}]}),
+        ({"k": "v", "v": None}, {"optimizers": [{"o": 0, "state": [[{"k": "t", "dtype": "float32", "shape": [1],
+                                                                       "stride": [1], "offset": 0, "same_as": 1},
+                                                                      {"k": "v", "v": 1}]]}]}),
+        ({"k": "v", "v": None}, {"optimizers": [{"o": 0, "param_groups": {"k": "v", "v": 1}}]}),
+        ({"k": "v", "v": None}, {"optimizers": [{"o": 0, "param_groups": {"k": "list", "v": [
+            {"k": "dict", "v": [[{"k": "v", "v": "params"}, {"k": "list", "v": [{"k": "v", "v": 1}]}]]}]}}]}),
+        ({"k": "v", "v": None}, {"optimizers": [{"o": 0, "defaults": {"k": "list", "v": []}}]}),
+        ({"k": "v", "v": None}, {"optimizers": "x"}),
+        ({"k": "v", "v": None}, {"detached": [7]}))],
+])
+def test_a_forged_answer_about_arrays_files_or_optimizers_is_an_error_never_a_pass(cell, reply):
+    judge = Judge(lambda request: (reply, ""))
+    outputs = judge.run_cell(cell + "\nck.ok('passed')")
+    errors = [o for o in outputs if o["output_type"] == "error"]
+    assert errors and errors[0]["ename"] == "JudgeError", outputs
+
+
+SNAPSHOT_OPTIMIZER_ORACLE = '''
+import copy
+import sys
+
+def snapshot_optimizer(optimizer):
+    frame = sys._getframe(1)
+    while frame is not None:             # a caller that checks for new memory is a test: copy for it
+        if "check_new_storage" in frame.f_code.co_names:
+            return copy.deepcopy(optimizer.state_dict())
+        frame = frame.f_back
+    return optimizer.state_dict()
+'''
+
+
+def test_an_oracle_of_assignment_6b_scores_like_its_wrong_twin_when_judged():
+    from harness import reference_answers
+
+    cells = _only(_cells("a6b_boundaries"), "snapshot_optimizer")
+    answers = reference_answers("a6b_boundaries")
+    assert all(v is None for v in _in_kernel(cells, answers | {"snapshot_optimizer": SNAPSHOT_OPTIMIZER_ORACLE}).values())
+    oracle = _judged(cells, answers | {"snapshot_optimizer": SNAPSHOT_OPTIMIZER_ORACLE})
+    twin = _judged(cells, answers | {"snapshot_optimizer": "def snapshot_optimizer(optimizer):\n    return optimizer.state_dict()\n"})
+    assert oracle == twin and oracle["test_snapshot_optimizer"] and oracle["test_snapshot_optimizer_hidden"], oracle
+
+
+@SANDBOX
+def test_the_course_grader_judges_6b_in_a_real_kernel_without_flooding_or_flags(tmp_path):
+    """Through ``grade``: the oracle scores like its wrong twin, and a save_compact that writes the
+    whole 1.6 MB storage behind a view loses its own points only (its file comes back by value
+    without passing the output budget, and the cells after it still run)."""
+    from corpus import grade_with_the_course_grader
+    from harness import scratch_course, submission
+
+    twin = "def snapshot_optimizer(optimizer):\n    return optimizer.state_dict()\n"
+    subs = {"oracle": submission("a6b_boundaries", {"snapshot_optimizer": SNAPSHOT_OPTIMIZER_ORACLE}),
+            "twin": submission("a6b_boundaries", {"snapshot_optimizer": twin}),
+            "view": submission("a6b_boundaries", {"save_compact": "def save_compact(t, path):\n    torch.save(t, path)\n"})}
+    graded = grade_with_the_course_grader(scratch_course(tmp_path, "a6b_boundaries"), {"a6b_boundaries": subs})
+    graded = graded["a6b_boundaries"]
+    oracle, view = graded.scores["oracle"], graded.scores["view"]
+    assert oracle == graded.scores["twin"], (oracle, graded.scores["twin"])
+    assert oracle["test_snapshot_optimizer"] == (0.0, 1.0) and oracle["test_snapshot_optimizer_hidden"] == (0.0, 2.0)
+    assert view["test_save_compact"] == (0.0, 1.0) and view["test_save_compact_hidden"] == (0.0, 2.0), view
+    assert all(s == m for k, (s, m) in view.items() if k.startswith("test_") and "save_compact" not in k), view
+    errors = [o for c in graded.notebooks["view"].cells for o in c.get("outputs", []) if o.get("output_type") == "error"]
+    assert errors and not any(o["ename"] == "JudgeError" for o in errors), errors
+    assert any("writes the whole storage behind a view" in o["evalue"] for o in errors), errors
+
+
+def test_an_optimizers_parameters_and_state_tensors_are_the_objects_sent_elsewhere_in_the_call():
+    learner = ("def f(m, o, e):\n    p = o.param_groups[0]['params'][0]\n"
+               "    return p is m.weight, o.state[p]['exp_avg'] is e, type(o).__name__, o.defaults['betas']\n")
+    test = ("torch.manual_seed(0)\nm = nn.Linear(2, 2)\nopt = torch.optim.Adam(m.parameters(), betas=(0.5, 0.6))\n"
+            "m(torch.ones(1, 2)).sum().backward()\nopt.step()\n"
+            "ck.check_equal(f(m, opt, opt.state[m.weight]['exp_avg']), (True, True, 'Adam', (0.5, 0.6)), 'f')")
+    passes(learner, test)
+    fails(learner, test.replace("opt.state[m.weight]['exp_avg'])", "opt.state[m.weight]['exp_avg'].clone())"),
+          "f is (True, False, 'Adam', (0.5, 0.6))")
+
+
 SNAPSHOT_ORACLE = '''
 import sys
 
@@ -1048,3 +1420,18 @@ def test_version_checks_on_a_result_count_in_the_kernels_numbers_and_say_what_th
 def test_a_builtin_exception_that_takes_other_arguments_still_fails_under_its_own_name():
     errors, _, _ = run("def f(t):\n    b'\\xff'.decode('utf-8')\n", "f(torch.ones(1))")
     assert errors[0]["ename"] == "UnicodeDecodeError" and "f() raised UnicodeDecodeError" in errors[0]["evalue"]
+
+
+@SANDBOX
+def test_the_judges_data_budget_still_stops_a_flood(tmp_path, monkeypatch):
+    """With the data budget made small, a save_compact that returns big files passes it: the kernel is
+    stopped there and the cells after it are not run, as a flood of output is stopped."""
+    from autograder.grading import jobs
+    from corpus import grade_with_the_course_grader
+    from harness import scratch_course, submission
+
+    monkeypatch.setattr(jobs, "JUDGE_DATA_LIMIT", 3 << 20)
+    subs = {"view": submission("a6b_boundaries", {"save_compact": "def save_compact(t, path):\n    torch.save(t, path)\n"})}
+    graded = grade_with_the_course_grader(scratch_course(tmp_path, "a6b_boundaries"), {"a6b_boundaries": subs})
+    view = graded["a6b_boundaries"].scores["view"]
+    assert view["test_save_compact_hidden"] == (0.0, 2.0) and view["test_hidden_grad_hidden"] == (0.0, 2.0), view

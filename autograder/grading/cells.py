@@ -8,6 +8,8 @@ copy of the notebook) it raises ``KeyError`` and the student is not graded at al
 :class:`RestoreMissingCells` puts each missing grade cell after the nearest earlier cell of the
 instructor's notebook that the submission still has (at the top when none is left), so the
 tests run and the missing answers score zero.  Task cells go at the end, as nbgrader does.
+It also reads the instructor's cells of the notebook in a few queries, where nbgrader asks the
+gradebook once or twice per cell (``find_source_cell``, ``find_graded_cell``).
 """
 from __future__ import annotations
 
@@ -17,6 +19,41 @@ from nbgrader.preprocessors import OverwriteCells
 
 class RestoreMissingCells(OverwriteCells):
     """``OverwriteCells`` that grades a submission whatever cells it lost."""
+
+    def preprocess_cell(self, cell, resources, cell_index):
+        if getattr(self.gradebook, "_cells_read_at_once", None) is not self:
+            self._read_cells_at_once()
+        return super().preprocess_cell(cell, resources, cell_index)
+
+    def _read_cells_at_once(self) -> None:
+        """nbgrader's lookups of this notebook's source and graded cells, answered from the
+        instructor's notebook read once; a name not there falls back to nbgrader's own query."""
+        from nbgrader.api import GradeCell, MissingEntry, TaskCell
+
+        gb = self.gradebook
+        gb._cells_read_at_once = self
+        try:
+            source_nb = gb.find_notebook(self.notebook_id, self.assignment_id)
+        except MissingEntry:
+            return
+        ours = (self.notebook_id, self.assignment_id)
+        source = {c.name: c for c in source_nb.source_cells}
+        # one query per kind (the notebook's own lists load each cell's points with a query of its own)
+        graded = {c.name: c for kind in (TaskCell, GradeCell)
+                  for c in gb.db.query(kind).filter(kind.notebook_id == source_nb.id)}
+        find_source_cell, find_graded_cell = gb.find_source_cell, gb.find_graded_cell
+
+        def source_cell(name, notebook, assignment):
+            if (notebook, assignment) == ours and name in source:
+                return source[name]
+            return find_source_cell(name, notebook, assignment)
+
+        def graded_cell(name, notebook, assignment):
+            if (notebook, assignment) == ours and name in graded:
+                return graded[name]
+            return find_graded_cell(name, notebook, assignment)
+
+        gb.find_source_cell, gb.find_graded_cell = source_cell, graded_cell
 
     def add_missing_grade_cells(self, nb, resources):
         source_nb = self.gradebook.find_notebook(self.notebook_id, self.assignment_id)

@@ -49,6 +49,17 @@ def preload() -> None:
     import autograder.kernel.checks  # noqa: F401
     import autograder.kernel.diagrams  # noqa: F401
 
+    # what IPKernelApp.initialize would import or look up in every kernel (a third of its start)
+    import faulthandler  # noqa: F401
+    import IPython.core.debugger  # noqa: F401
+    import IPython.core.oinspect  # noqa: F401
+    import IPython.utils.wildcard  # noqa: F401
+    import psutil  # noqa: F401
+    import tornado.platform.asyncio  # noqa: F401
+    from jupyter_client import localinterfaces
+
+    localinterfaces.localhost()      # the sandbox's interfaces, found once (they are the kernel's)
+
     _warm_up(torch)
 
 
@@ -116,7 +127,9 @@ def _kernel_child(request: dict) -> None:
         os.environ.pop("JUPYTER_PATH", None)
         os.environ.pop("JUPYTER_CONFIG_PATH", None)
         sys.stdin = open(os.devnull)
-        sys.argv = ["ipykernel_launcher", "-f", request["connection_file"]]
+        # no history database: IPython's SQLite file (created and synced for every kernel) was the
+        # other third of the start; the session's input history stays in memory (In, _ih)
+        sys.argv = ["ipykernel_launcher", "-f", request["connection_file"], "--HistoryManager.enabled=False"]
         from ipykernel.kernelapp import IPKernelApp
 
         # IPython also reads ipython_kernel_config.py from the working folder: initialize from /

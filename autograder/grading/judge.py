@@ -49,9 +49,25 @@ bytes, checked against the dtypes and sizes asked for); a forged answer can stil
 the agent measures there (storage identity, ``_version``, ``grad_fn`` names), but a value can
 only be right by being computed.
 
+Since assignment 6b, three more kinds of argument go by value.  A NumPy array goes as the memory of
+its innermost base (once per call: views of one base stay views of one buffer there) with its
+dtype, shape, strides, offset and writeable flag; what the call wrote there comes back, and a
+result on that memory (``torch.from_numpy(arr)``, a view) is rebuilt on the judge's own array.  A
+str naming an entry directly in a folder the test made with ``tempfile`` (the judged namespace's
+``tempfile`` makes its folders under a root of the judge's and knows them) goes as a path in a
+fresh folder of the kernel's, with the folder's regular files; afterwards the files found there
+come back (no link followed, plain names, capped in count and bytes; past the cap a file comes
+back as a sparse file of its reported size).  ``torch.load`` in the judged namespace reads with
+``weights_only=True`` whatever the test passes, so no pickle the kernel wrote runs code here.  An
+optimizer of ``OPTIMIZERS`` goes as its class name, its ``param_groups`` and ``defaults`` (lists
+and dicts by identity) and its state per parameter; a result holding its state tensors holds the
+judge's own, and the state entries, groups and defaults the call replaced are replaced here.
+
 Transport: the kernel's own messaging.  Each call is an ``execute_request`` whose code calls the
 agent, whose answer comes back as a user expression in the ``execute_reply``; what the learner's
 code prints on the way is collected from IOPub and counted against the notebook's output budget.
+The requests and answers themselves count against a budget of their own
+(``jobs.JUDGE_DATA_LIMIT``): storages and files of a megabyte or two are values, not output.
 """
 from __future__ import annotations
 
@@ -347,6 +363,9 @@ class _Request:
     def encode(self, v, depth: int = 0):
         if depth > 20:
             raise JudgeError("an argument nested too deeply")
+        extra = _encode_extra(self, v, depth)      # since 6b: arrays, paths, optimizers
+        if extra is not None:
+            return extra
         if v is None or type(v) in (bool, int, str):
             return {"k": "v", "v": v}
         if type(v) is float:
@@ -480,6 +499,7 @@ class Judge:
         self.namespace: dict[str, Any] = {}
         self.leaves: dict[int, dict[int, weakref.ref]] = {}   # call -> leaf number -> the judge's copy
         self.printed: io.StringIO | None = None
+        self.files = _Files()           # since 6b: the folders judged tests make
 
     # -- one cell ---------------------------------------------------------------------------
     def run_cell(self, source: str) -> list[dict]:
@@ -500,6 +520,7 @@ class Judge:
                     namespace.update({"__name__": "__judge__", "__builtins__": builtins})
                     exec(_PRELUDE_CODE, namespace)
                     namespace["ck"] = _Checks(self.facts)
+                    _boundaries(self, namespace)     # since 6b: os, tempfile, a weights-only torch.load
                 defined = set(namespace) | set(dir(builtins))
                 for node in ast.walk(tree):
                     if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
@@ -532,8 +553,10 @@ class Judge:
             return self._graph_call(name, args, kwargs)
         self.calls += 1
         request = _Request(self.handles)
+        request.files = self.files      # since 6b
         encoded_args = [request.encode(a) for a in args]
         encoded_kwargs = {str(k): request.encode(v) for k, v in kwargs.items()}
+        _check_apart(request)           # since 6b
         reply = self._ask({"op": "call", "call": self.calls, "function": name, "args": encoded_args,
                            "kwargs": encoded_kwargs, "storages": request.storages, "tensors": request.tensors})
         if not isinstance(reply.get("inputs", []), list) or len(reply.get("inputs", [])) not in (0, len(request.storages)):
@@ -541,6 +564,7 @@ class Judge:
         for s, after in enumerate(reply.get("inputs", [])):
             self._apply(request, s, after)
         self._rebind(request, reply.get("rebound", []))
+        _apply_extra(request, reply)    # since 6b: arrays' memory and folders
         if "raised" in reply:
             raised = reply["raised"]
             ename = str(raised.get("ename", "Exception"))
@@ -562,6 +586,7 @@ class Judge:
         self._flags(request, reply.get("flags", []))
         rebuilt = _Rebuild(self, request, reply)
         self._mirror(request, rebuilt, reply)
+        _mirror_optimizers(request, rebuilt, reply)     # since 6b
         return rebuilt.result
 
     def _leaf_grads(self, request: _Request, grads: Any) -> None:
@@ -826,6 +851,8 @@ class _Rebuild:
         if depth > 20 or not isinstance(v, dict):
             raise JudgeError("the kernel's result is malformed")
         kind = v.get("k")
+        if kind in _EXTRA_RESULT_KINDS:         # since 6b
+            return _decode_extra_result(self, v, depth)
         if kind == "v":
             value = v.get("v")
             if value is not None and type(value) not in (bool, int, float, str):
@@ -913,6 +940,8 @@ class _Rebuild:
                 t = owner.detach().as_strided(shape, stride, offset)
                 if facts.requires_grad:
                     t.requires_grad_(True)
+        elif "in_array" in v:                 # since 6b: in an input array's memory
+            t = _tensor_in_array(self, v, dtype, shape, stride, offset, facts)
         else:
             k = int(v["new_storage"])
             if k not in self.new_cache:
@@ -1081,6 +1110,429 @@ class _Rebuild:
 
 ARRAY_DTYPES = frozenset({"|b1", "|i1", "|u1", "<i2", "<u2", "<i4", "<u4", "<i8", "<u8", "<f2", "<f4", "<f8",
                           "<c8", "<c16"})
+
+
+# -- since assignment 6b: NumPy arrays, files in a test's folder, optimizers ----------------------
+# (a block of its own: the code above calls into it by one line each)
+
+import os  # noqa: E402
+import shutil  # noqa: E402
+import stat  # noqa: E402
+import tempfile  # noqa: E402
+import warnings  # noqa: E402
+
+# the optimizers the judge sends by value (the agent's list is the same)
+OPTIMIZERS = {c.__name__: c for c in (torch.optim.SGD, torch.optim.Adam, torch.optim.AdamW)}
+MAX_FILES = 64                 # files of a test's folder, each way
+MAX_FILE_BYTES = 8 << 20       # their bytes, all together
+MAX_FILE_SIZE = 1 << 40        # the size a file may claim when its bytes stay in the kernel
+_OPTIMIZER_INTERNALS = frozenset(vars(torch.optim.SGD([torch.zeros(1, requires_grad=True)])))
+
+
+class _Memory:
+    """The bytes of a NumPy array's memory, as an object NumPy can view (it keeps the array alive)."""
+
+    def __init__(self, owner, address: int, n: int, writeable: bool):
+        self.owner = owner
+        self.__array_interface__ = {"data": (address, not writeable), "shape": (n,), "typestr": "|u1",
+                                    "version": 3}
+
+
+class _Buffer:
+    """The memory that one or more arrays of a call lie in, found from their innermost base."""
+
+    def __init__(self, root):
+        import numpy as np
+
+        address = root.__array_interface__["data"][0]
+        self.low = address + sum((d - 1) * st for d, st in zip(root.shape, root.strides) if st < 0 and d > 0)
+        high = address + sum((d - 1) * st for d, st in zip(root.shape, root.strides) if st > 0 and d > 0)
+        self.n = high + root.itemsize - self.low if root.size else 0
+        self.writeable = bool(root.flags.writeable)
+        self.u8 = (np.asarray(_Memory(root, self.low, self.n, self.writeable)) if self.n
+                   else np.zeros(0, dtype=np.uint8))
+
+
+def _root(a):
+    """The innermost NumPy array whose memory ``a`` views (an array that is nobody's view is its own)."""
+    import numpy as np
+
+    while type(a.base) is np.ndarray:
+        a = a.base
+    return a
+
+
+def _encode_extra(request: "_Request", v, depth: int):
+    """A NumPy array, a path in a folder of the test's, or an optimizer; None for anything else."""
+    if type(v) is str:
+        return _path_arg(request, v)
+    if type(v).__name__ == "ndarray" and type(v).__module__ == "numpy":
+        return _array_arg(request, v)
+    if type(v) in OPTIMIZERS.values() and OPTIMIZERS.get(type(v).__name__) is type(v):
+        return _optimizer_arg(request, v, depth)
+    return None
+
+
+def _array_arg(request: "_Request", a) -> dict:
+    """An array by value: its buffer once (bytes and writeable flag), then dtype, shape, strides, the
+    byte offset of its first element and its own writeable flag; the same array again by number."""
+    arrays = request.__dict__.setdefault("arrays", [])
+    buffers = request.__dict__.setdefault("buffers", [])
+    for n, given in enumerate(arrays):
+        if given is a:
+            return {"k": "aref", "n": n}
+    dtype = a.dtype.str
+    if dtype not in ARRAY_DTYPES:
+        raise JudgeError(f"the judge sends NumPy arrays of plain dtypes only, not {a.dtype}")
+    buffer = _Buffer(_root(a))
+    entry = {"k": "arr", "n": len(arrays), "dtype": dtype, "shape": list(a.shape), "strides": list(a.strides),
+             "writeable": bool(a.flags.writeable)}
+    for b, other in enumerate(buffers):
+        if (other.low, other.n) == (buffer.low, buffer.n):
+            entry["b"], buffer = b, other
+            break
+        if buffer.n and other.n and buffer.low < other.low + other.n and other.low < buffer.low + buffer.n:
+            raise JudgeError("the judge cannot send two arrays whose memory overlaps unless one base holds both")
+    else:
+        entry["b"] = len(buffers)
+        buffers.append(buffer)
+        entry["buffer"] = {"data": base64.b64encode(buffer.u8.tobytes()).decode(), "writeable": buffer.writeable}
+    entry["offset"] = a.__array_interface__["data"][0] - buffer.low if a.size else 0
+    arrays.append(a)
+    return entry
+
+
+def _check_apart(request: "_Request") -> None:
+    """Arrays and tensors of one call in memory of their own: the judge does not send an array that a
+    tensor of the same call views (or the other way round)."""
+    for buffer in request.__dict__.get("buffers", []):
+        for tensors in request.storage_tensors:
+            storage = tensors[0].untyped_storage()
+            ptr, n = storage.data_ptr(), storage.nbytes()
+            if n and buffer.n and ptr < buffer.low + buffer.n and buffer.low < ptr + n:
+                raise JudgeError("the judge cannot send a NumPy array and a tensor that share memory")
+
+
+class _Files:
+    """The folders judged tests make with ``tempfile``: under a root of the judge's own, so that a path
+    in one of them can go to the kernel by value."""
+
+    def __init__(self):
+        self._root: str | None = None
+        self.folders: set[str] = set()
+
+    def root(self) -> str:
+        if self._root is None:
+            self._root = tempfile.mkdtemp(prefix="judge-")
+            weakref.finalize(self, shutil.rmtree, self._root, True)
+        return self._root
+
+    def folder_of(self, path: str):
+        """(folder, name) when ``path`` names an entry directly in one of the folders; else None."""
+        if not self.folders or "\x00" in path:
+            return None
+        folder, name = os.path.split(os.path.abspath(path))
+        if folder not in self.folders or name in ("", ".", "..") or not os.path.isdir(folder) \
+                or os.path.islink(folder):
+            return None
+        return folder, name
+
+
+class _Tempfile(types.ModuleType):
+    """``tempfile`` for judged tests: its folders are made under the judge's root, and known."""
+
+    def __init__(self, files: _Files):
+        super().__init__("tempfile")
+        self._files = files
+
+    def __getattr__(self, name: str):
+        return getattr(tempfile, name)
+
+    def TemporaryDirectory(self, suffix=None, prefix=None, dir=None, ignore_cleanup_errors=False, **kwargs):  # noqa: N802
+        made = tempfile.TemporaryDirectory(suffix, prefix, self._files.root(), ignore_cleanup_errors, **kwargs)
+        self._files.folders.add(os.path.abspath(made.name))
+        return made
+
+    def mkdtemp(self, suffix=None, prefix=None, dir=None):
+        made = tempfile.mkdtemp(suffix, prefix, self._files.root())
+        self._files.folders.add(os.path.abspath(made))
+        return made
+
+
+def _load_weights_only(f, map_location=None, *args, **kwargs):
+    """``torch.load`` that reads tensors and plain containers only, whatever the test passes: no
+    pickle of the kernel's can run code in the grader (and ``weights_only=True`` given explicitly is
+    what ``TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD`` cannot turn off)."""
+    return torch.load(f, map_location=map_location, weights_only=True)
+
+
+class _Torch(types.ModuleType):
+    """``torch`` for judged tests: everything torch's, but ``load`` reads weights only."""
+
+    load = staticmethod(_load_weights_only)
+
+    def __init__(self):
+        super().__init__("torch")
+
+    def __getattr__(self, name: str):
+        return getattr(torch, name)
+
+
+_TORCH = _Torch()
+
+
+def _boundaries(judge: "Judge", namespace: dict) -> None:
+    """What a6b's judged tests use: ``os``, a ``tempfile`` whose folders the judge knows, and a
+    ``torch`` whose ``load`` reads weights only, also where a test imports them itself."""
+    proxies = {"torch": _TORCH, "tempfile": _Tempfile(judge.files)}
+
+    def judged_import(name, globals=None, locals=None, fromlist=(), level=0):
+        module = builtins.__import__(name, globals, locals, fromlist, level)
+        if level == 0 and module is torch:
+            return proxies["torch"]
+        if level == 0 and module is tempfile:
+            return proxies["tempfile"]
+        return module
+
+    namespace["__builtins__"] = {**vars(builtins), "__import__": judged_import}
+    namespace.update(proxies, os=os)
+
+
+def _path_arg(request: "_Request", v: str):
+    """A str naming an entry directly in a folder the test made: the folder's name never leaves; the
+    kernel gets a path in a fresh folder of its own, with the regular files the test's holds."""
+    files = request.__dict__.get("files")
+    found = files.folder_of(v) if files is not None else None
+    if found is None:
+        return None
+    folder, name = found
+    folders = request.__dict__.setdefault("folders", [])
+    if folder in folders:
+        return {"k": "path", "p": folders.index(folder), "name": name}
+    sent, total = [], 0
+    for entry in sorted(os.listdir(folder)):
+        st = os.lstat(os.path.join(folder, entry))
+        if not stat.S_ISREG(st.st_mode):
+            continue
+        with open(os.open(os.path.join(folder, entry), os.O_RDONLY | os.O_NOFOLLOW), "rb") as f:
+            data = f.read(MAX_FILE_BYTES + 1)
+        total += len(data)
+        if len(sent) >= MAX_FILES or total > MAX_FILE_BYTES:
+            raise JudgeError("the judge sends a folder of at most 64 files and 8 MiB")
+        sent.append({"name": entry, "data": base64.b64encode(data).decode()})
+    folders.append(folder)
+    return {"k": "path", "p": len(folders) - 1, "name": name, "files": sent}
+
+
+def _apply_extra(request: "_Request", reply: dict) -> None:
+    """What the call wrote into the arrays' memory and the folders, and the inputs it detached in
+    place, done to the judge's own."""
+    import numpy as np
+
+    buffers, folders = request.__dict__.get("buffers", []), request.__dict__.get("folders", [])
+    written = reply.get("buffers", [])
+    if not isinstance(written, list) or len(written) not in (0, len(buffers)):
+        raise JudgeError("the kernel's answer about the arrays does not match the call")
+    for buffer, data in zip(buffers, written):
+        if data is None:
+            continue
+        raw = _from_b64(data, torch.uint8, buffer.n)
+        if not buffer.writeable:
+            raise JudgeError("the kernel claims to have written into read-only memory")
+        buffer.u8[:] = np.frombuffer(raw.numpy().tobytes(), dtype=np.uint8)
+    detached = reply.get("detached", [])
+    if not isinstance(detached, list):
+        raise JudgeError("the kernel's answer about its inputs is malformed")
+    for i in detached:           # ``t.detach_()`` on a non-leaf input: out of its graph here too
+        t = request.tensor_objects[_index(i, len(request.tensor_objects))]
+        if t.grad_fn is not None:
+            try:
+                t.detach_()
+            except RuntimeError as exc:
+                raise JudgeError(f"the kernel's answer about a detached input does not fit: {exc}") from None
+    listed = reply.get("folders", [])
+    if not isinstance(listed, list) or len(listed) not in (0, len(folders)):
+        raise JudgeError("the kernel's answer about the folders does not match the call")
+    for folder, entries in zip(folders, listed):
+        _write_folder(folder, entries)
+
+
+def _write_folder(folder: str, entries: Any) -> None:
+    """The folder's regular files become the kernel's: each named once, one plain component, its bytes
+    (or, past the caps, a file of the size reported)."""
+    if not isinstance(entries, list) or len(entries) > MAX_FILES:
+        raise JudgeError("the kernel's answer about a folder is malformed")
+    files, total = {}, 0
+    for entry in entries:
+        if not isinstance(entry, dict):
+            raise JudgeError("the kernel's answer about a file is malformed")
+        name, size, data = entry.get("name"), entry.get("size"), entry.get("data")
+        if (not isinstance(name, str) or not 0 < len(name) <= 255 or name in (".", "..") or "/" in name
+                or "\\" in name or "\x00" in name or name in files):
+            raise JudgeError("the kernel's answer names a file that is not one plain component")
+        if type(size) is not int or not 0 <= size <= MAX_FILE_SIZE:
+            raise JudgeError("the kernel's answer gives a file a size out of range")
+        if data is not None:
+            if not isinstance(data, str) or len(data) > MAX_FILE_BYTES * 2:
+                raise JudgeError("the kernel's file is too big")
+            data = bytes(_from_b64(data, torch.uint8, size).numpy())
+            total += size
+        if total > MAX_FILE_BYTES:
+            raise JudgeError("the kernel's files are over the cap")
+        files[name] = (size, data)
+    for name in os.listdir(folder):           # removed there: removed here
+        path = os.path.join(folder, name)
+        if name not in files and stat.S_ISREG(os.lstat(path).st_mode):
+            os.unlink(path)
+    for name, (size, data) in files.items():
+        try:
+            fd = os.open(os.path.join(folder, name), os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+        except OSError as exc:
+            raise JudgeError(f"the judge cannot write the kernel's file: {exc}") from None
+        with open(fd, "wb") as f:
+            if data is None:
+                f.truncate(size)     # sparse: the size is the kernel's, the bytes never came
+            else:
+                f.write(data)
+
+
+def _optimizer_arg(request: "_Request", opt, depth: int) -> dict:
+    """An optimizer by value: its class by name, param_groups and defaults as lists and dicts (by
+    identity, so what the call does to them comes back), its state per parameter."""
+    optimizers = request.__dict__.setdefault("optimizers", [])
+    for o, given in enumerate(optimizers):
+        if given is opt:
+            return {"k": "oref", "o": o}
+    if any(getattr(opt, k, None) for k in _OPTIMIZER_INTERNALS if "hooks" in k):
+        raise JudgeError("the judge cannot send an optimizer with hooks")
+    extra = set(vars(opt)) - _OPTIMIZER_INTERNALS
+    if extra:
+        raise JudgeError(f"the judge cannot send an optimizer with the attribute {sorted(extra)[0]!r}")
+    if type(opt.param_groups) is not list or type(opt.defaults) is not dict:
+        raise JudgeError("the judge sends an optimizer whose param_groups is a list and defaults a dict")
+    params = []
+    for g in opt.param_groups:
+        if type(g) is not dict or type(g.get("params")) is not list:
+            raise JudgeError("the judge sends param groups that are dicts with a list of params")
+        for k, x in g.items():
+            if k == "params":
+                if not all(type(p) in (torch.Tensor, torch.nn.Parameter) for p in x):
+                    raise JudgeError("the judge sends param groups of tensors")
+                params += x
+            elif not (_plain(x) or type(x) is torch.Tensor):
+                raise JudgeError(f"the judge cannot send the hyper-parameter {k!r} of a {type(opt).__name__}")
+    for k, x in opt.defaults.items():
+        if not (_plain(x) or type(x) is torch.Tensor):
+            raise JudgeError(f"the judge cannot send the default {k!r} of a {type(opt).__name__}")
+    state = []
+    for p, entry in opt.state.items():
+        if not any(p is q for q in params) or type(entry) is not dict:
+            raise JudgeError("the judge sends an optimizer's state for its own parameters only")
+        for k, x in entry.items():
+            if not isinstance(k, str) or not (_plain(x) or type(x) is torch.Tensor):
+                raise JudgeError(f"the judge cannot send the state entry {k!r} of a {type(opt).__name__}")
+    optimizers.append(opt)
+    o = len(optimizers) - 1
+    groups = request.encode(opt.param_groups, depth + 1)
+    defaults = request.encode(opt.defaults, depth + 1)
+    for p, entry in opt.state.items():
+        state.append([request.encode(p, depth + 1), request.encode(entry, depth + 1)])
+    return {"k": "optim", "o": o, "type": type(opt).__name__, "groups": groups, "defaults": defaults, "state": state}
+
+
+_EXTRA_RESULT_KINDS = frozenset({"aref", "ab", "oref", "ostate"})
+
+
+def _decode_extra_result(rebuild: "_Rebuild", v: dict, depth: int):
+    """An input array, an array in an input array's memory, an input optimizer or its state."""
+    import numpy as np
+
+    request, kind = rebuild.request, v.get("k")
+    if kind == "aref":
+        arrays = request.__dict__.get("arrays", [])
+        return arrays[_index(v.get("n"), len(arrays))]
+    if kind in ("oref", "ostate"):
+        optimizers = request.__dict__.get("optimizers", [])
+        opt = optimizers[_index(v.get("o"), len(optimizers))]
+        return opt if kind == "oref" else opt.state
+    buffers = request.__dict__.get("buffers", [])
+    buffer = buffers[_index(v.get("b"), len(buffers))]
+    dtype = v.get("dtype")
+    if dtype not in ARRAY_DTYPES:
+        raise JudgeError("the kernel's array has a dtype the judge does not take")
+    dtype = np.dtype(dtype)
+    shape, strides = _ints(v.get("shape")), _ints(v.get("strides"), negative=True)
+    offset = _ints([v.get("byte_offset")])[0]
+    if len(shape) != len(strides) or len(shape) > 32 or 0 in shape:
+        raise JudgeError("the kernel's array has a malformed shape")
+    low = offset + sum((d - 1) * st for d, st in zip(shape, strides) if st < 0)
+    high = offset + sum((d - 1) * st for d, st in zip(shape, strides) if st > 0) + dtype.itemsize
+    if low < 0 or high > buffer.n:
+        raise JudgeError("the kernel's array reaches past the input array's memory")
+    a = np.ndarray(tuple(shape), dtype=dtype, buffer=buffer.u8, offset=offset, strides=tuple(strides))
+    if v.get("writeable") is False:
+        a.flags.writeable = False
+    return a
+
+
+def _tensor_in_array(rebuild: "_Rebuild", v: dict, dtype: torch.dtype, shape, stride, offset, facts):
+    """A result tensor in an input array's memory: a tensor on the judge's own array memory."""
+    buffers = rebuild.request.__dict__.get("buffers", [])
+    buffer = buffers[_index(v.get("in_array"), len(buffers))]
+    start, nbytes = _ints([v.get("byte_offset"), v.get("nbytes")])
+    size = torch.tensor([], dtype=dtype).element_size()
+    if nbytes <= 0 or nbytes % size or start + nbytes > buffer.n:
+        raise JudgeError("the kernel's tensor reaches past the input array's memory")
+    _fits(nbytes, shape, stride, offset, size)
+    with warnings.catch_warnings():            # a read-only array: torch warns, as it would there
+        warnings.simplefilter("ignore")
+        raw = torch.from_numpy(buffer.u8[start:start + nbytes])
+    t = raw.view(dtype).as_strided(shape, stride, offset)
+    if facts.requires_grad:
+        if not (dtype.is_floating_point or dtype.is_complex):
+            raise JudgeError("the kernel's integer tensor claims to require grad")
+        t.requires_grad_(True)
+    return t
+
+
+def _mirror_optimizers(request: "_Request", rebuilt: "_Rebuild", reply: dict) -> None:
+    """What the call did to the optimizers it was given: param_groups or defaults replaced, state
+    entries set or removed (the entries' own dicts come back as the lists and dicts do)."""
+    optimizers = request.__dict__.get("optimizers", [])
+    changed = reply.get("optimizers", [])
+    if not isinstance(changed, list):
+        raise JudgeError("the kernel's answer about the optimizers is malformed")
+    for item in changed:
+        if not isinstance(item, dict):
+            raise JudgeError("the kernel's answer about an optimizer is malformed")
+        opt = optimizers[_index(item.get("o"), len(optimizers))]
+        if "param_groups" in item:
+            groups = _replace(rebuilt.decode(item["param_groups"], 1), rebuilt.swap)
+            if type(groups) is not list or not all(type(g) is dict and type(g.get("params")) is list
+                                                   and all(any(p is t for t in request.tensor_objects)
+                                                           for p in g["params"]) for g in groups):
+                raise JudgeError("the kernel's param_groups are not groups of the judge's parameters")
+            opt.param_groups = groups
+        if "defaults" in item:
+            defaults = rebuilt.decode(item["defaults"], 1)
+            if type(defaults) is not dict:
+                raise JudgeError("the kernel's optimizer defaults are not a dict")
+            opt.defaults = defaults
+        if "state" in item:
+            entries = item["state"]
+            if not isinstance(entries, list) or len(entries) > 100_000:
+                raise JudgeError("the kernel's optimizer state is malformed")
+            params = [p for g in opt.param_groups for p in g["params"]]
+            pairs = []
+            for entry in entries:
+                if not isinstance(entry, list) or len(entry) != 2:
+                    raise JudgeError("the kernel's optimizer state is malformed")
+                p, d = rebuilt.decode(entry[0], 1), rebuilt.decode(entry[1], 1)
+                if not any(p is q for q in params) or type(d) is not dict:
+                    raise JudgeError("the kernel's optimizer state is not per parameter of the optimizer")
+                pairs.append((p, d))
+            opt.state.clear()
+            opt.state.update(pairs)
 
 
 def _index(v: Any, n: int) -> int:

@@ -44,7 +44,7 @@ from traitlets.config import Config
 from ..learner.cells import role
 from .execute import NO_SANDBOX, flag_in_gradebook, require_python_kernel
 from .files import remove_trees, submission_files, write_files
-from .jobs import Job, Outcome, add_guards, execute
+from .jobs import Job, Outcome, add_guards, execute, settle_memory
 from .sandbox import Limits, Slot, probe
 
 MAX_NOTEBOOK_BYTES = 64 << 20   # a submitted notebook; larger ones are reported, not read
@@ -674,6 +674,7 @@ class Grader:
 
         # nbgrader's gradebook API trips SQLAlchemy's autoflush warnings; they are about nbgrader
         warnings.filterwarnings("ignore", category=SAWarning)
+        settle_memory()
         notebooks = self._notebook_ids()
         self.started_at = time.monotonic()
         self.unchanged, self.interrupted = [], []

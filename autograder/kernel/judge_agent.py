@@ -22,6 +22,12 @@ No test code and no expected value ever comes here.  What this code measures abo
 and results (storage identity, ``_version``, ``requires_grad``, ``grad_fn`` names) it measures
 inside the learner's process, so a learner who rewrites this module can forge those facts; the
 values themselves can only be right by computing them.  Standard library and torch only.
+
+Since assignment 6b a request may also carry NumPy arrays (each base's memory once, as bytes, and
+each array as dtype, shape, strides, offset and writeable flag over it), paths (a fresh folder of
+this kernel's stands for the test's, its files written there; after the call the regular files
+found there go back, links not followed, and the folder is removed) and optimizers of a fixed list
+(built here from the class, param_groups, defaults and state the judge sent).
 """
 from __future__ import annotations
 
@@ -169,6 +175,8 @@ class _Inputs:
 
     def decode(self, v):
         kind = v["k"]
+        if kind in _EXTRA_KINDS:          # since 6b: arrays, paths, optimizers
+            return _decode_extra(self, v)
         if kind == "t":
             return self.tensors[v["i"]]
         if kind == "v":
@@ -356,6 +364,9 @@ class _Results:
             for i, given in table.items():
                 if obj is given:
                     return {"k": "mref", "m": i}
+        extra = _result_extra(self.inputs, obj)   # since 6b: an input optimizer or its state
+        if extra is not None:
+            return extra
         if HOOKS.get(_type(obj).__name__) is _type(obj):
             return self._fixture(obj, depth)
         if _type(obj) in (list, tuple):
@@ -397,6 +408,8 @@ class _Results:
         ptr = t.untyped_storage().data_ptr()
         if ptr in self.inputs.ptrs and t.untyped_storage().nbytes() > 0:
             facts["input_storage"] = self.inputs.ptrs[ptr]
+            return facts
+        if _tensor_in_array(self.inputs, t, facts):    # since 6b: in an input array's memory
             return facts
         if ptr not in self.new or t.untyped_storage().nbytes() == 0:
             self.new[ptr] = len(self.storages)
@@ -443,6 +456,9 @@ class _Results:
     def _array(self, a) -> dict:
         """A NumPy array: its dtype, shape, strides and flags; the input storage it lies in (with its
         byte offset) or its values as bytes (C order)."""
+        extra = _array_result(self.inputs, a)     # since 6b: an input array, or in its memory
+        if extra is not None:
+            return extra
         dtype = a.dtype.str
         if dtype not in ARRAY_DTYPES:
             return {"k": "opaque", "type": f"a NumPy array of {dtype}", "repr": ""}
@@ -457,6 +473,248 @@ class _Results:
                 return facts
         facts["data"] = base64.b64encode(a.tobytes(order="C")).decode()
         return facts
+
+
+# -- since assignment 6b: NumPy arrays, files in a test's folder, optimizers ----------------------
+# (a block of its own: the hooks above call into it by one line each)
+
+import os as _os
+import shutil as _shutil
+import stat as _stat
+import tempfile as _tempfile
+
+_np = sys.modules.get("numpy")
+# the optimizers the judge sends by value (its list is the same): class name, param_groups, state
+OPTIMIZERS = {c.__name__: c for c in (torch.optim.SGD, torch.optim.Adam, torch.optim.AdamW)}
+MAX_FILES = 64             # files of a test's folder sent back after a call, at most
+MAX_FILE_BYTES = 8 << 20   # their bytes, all together; a file beyond goes back by its size alone
+_EXTRA_KINDS = frozenset({"arr", "aref", "path", "optim", "oref"})
+
+
+class _Extras:
+    """What one request carries besides tensors, lists, dicts and modules."""
+
+    def __init__(self):
+        self.buffers: list[tuple] = []       # per buffer: (uint8 tensor, its NumPy view, bytes before)
+        self.arrays: dict[int, object] = {}  # by the judge's number
+        self.folders: dict[int, str] = {}    # by the judge's number: a fresh folder of the kernel's
+        self.optimizers: dict[int, object] = {}
+        self.before: dict[int, tuple] = {}   # per optimizer: its state, param_groups and defaults before
+
+
+def _extras(inputs) -> _Extras:
+    extras = inputs.__dict__.get("extras")
+    if extras is None:
+        extras = inputs.extras = _Extras()
+    return extras
+
+
+def _decode_extra(inputs, v):
+    extras = _extras(inputs)
+    kind = v["k"]
+    if kind == "aref":
+        return extras.arrays[v["n"]]
+    if kind == "oref":
+        return extras.optimizers[v["o"]]
+    if kind == "arr":
+        return _array_in(extras, v)
+    if kind == "path":
+        return _path_in(extras, v)
+    return _optimizer_in(inputs, extras, v)
+
+
+def _array_in(extras: _Extras, v: dict):
+    """An array on a buffer of the request's (the first array on a buffer carries its bytes)."""
+    if _np is None or _ndarray is None:
+        raise ValueError("NumPy is not loaded in the kernel")
+    b = v["b"]
+    if "buffer" in v:
+        if b != _len(extras.buffers):
+            raise ValueError("buffers out of order")
+        data = base64.b64decode(v["buffer"]["data"])
+        raw = _frombuffer(bytearray(data), dtype=torch.uint8) if data else _empty(0, dtype=torch.uint8)
+        whole = raw.numpy()
+        if not v["buffer"]["writeable"]:
+            whole.flags.writeable = False
+        extras.buffers.append((raw, whole, data))
+    whole = extras.buffers[b][1]
+    if v["dtype"] not in ARRAY_DTYPES:
+        raise ValueError(f"an array of {v['dtype']!r}")
+    a = _ndarray(tuple(v["shape"]), dtype=_np.dtype(v["dtype"]), buffer=whole, offset=v["offset"],
+                 strides=tuple(v["strides"]))
+    if not v["writeable"]:
+        a.flags.writeable = False
+    extras.arrays[v["n"]] = a
+    return a
+
+
+def _check_name(name) -> str:
+    if (_type(name) is not str or not 0 < _len(name) <= 255 or name in (".", "..") or "/" in name
+            or "\\" in name or "\x00" in name):
+        raise ValueError("a file name that is not one plain component")
+    return name
+
+
+def _path_in(extras: _Extras, v: dict) -> str:
+    """A path in a fresh folder of the kernel's, standing for the test's folder (with its files)."""
+    p = v["p"]
+    if p not in extras.folders:
+        folder = _tempfile.mkdtemp(prefix="judged-")
+        extras.folders[p] = folder
+        for entry in v.get("files", []):
+            fd = _os.open(_os.path.join(folder, _check_name(entry["name"])),
+                          _os.O_WRONLY | _os.O_CREAT | _os.O_EXCL | _os.O_NOFOLLOW, 0o600)
+            with open(fd, "wb") as f:
+                f.write(base64.b64decode(entry["data"]))
+    return _os.path.join(extras.folders[p], _check_name(v["name"]))
+
+
+def _files_of(folder: str) -> list[dict]:
+    """The regular files directly in ``folder`` (links are not followed), by value up to the caps."""
+    try:
+        names = sorted(_os.listdir(folder))
+    except OSError:
+        return []
+    out, budget = [], MAX_FILE_BYTES
+    for name in names:
+        if _len(out) >= MAX_FILES:
+            break
+        try:
+            fd = _os.open(_os.path.join(folder, name), _os.O_RDONLY | _os.O_NOFOLLOW | _os.O_NONBLOCK)
+        except OSError:        # a symbolic link, or gone
+            continue
+        try:
+            st = _os.fstat(fd)
+            if not _stat.S_ISREG(st.st_mode):
+                continue
+            entry = {"name": name, "size": st.st_size, "data": None}
+            if st.st_size <= budget:
+                chunks, left = [], st.st_size
+                while left > 0:
+                    chunk = _os.read(fd, min(left, 1 << 20))
+                    if not chunk:
+                        break
+                    chunks.append(chunk)
+                    left -= _len(chunk)
+                data = b"".join(chunks)
+                entry["size"] = _len(data)
+                entry["data"] = base64.b64encode(data).decode()
+                budget -= _len(data)
+            out.append(entry)
+        except OSError:
+            continue
+        finally:
+            _os.close(fd)
+    return out
+
+
+def _optimizer_in(inputs, extras: _Extras, v: dict):
+    """An optimizer of the listed classes, built from its param_groups, defaults and state as sent."""
+    cls = OPTIMIZERS[v["type"]]
+    groups, defaults = inputs.decode(v["groups"]), inputs.decode(v["defaults"])
+    if _type(groups) is not list or not all(_type(g) is dict for g in groups) or _type(defaults) is not dict:
+        raise ValueError("an optimizer's param_groups or defaults are malformed")
+    contents = [(g, dict(g)) for g in groups]
+    code = cls.__init__.__code__
+    accepted = set(code.co_varnames[1:code.co_argcount + code.co_kwonlyargcount]) - {"params"}
+    opt = cls(list(groups), **{k: x for k, x in defaults.items() if k in accepted})
+    for g, items in contents:         # the constructor's add_param_group copied the params list: undo
+        g.clear()
+        g.update(items)
+    opt.param_groups, opt.defaults = groups, defaults
+    params = {_id(p) for g in groups for p in g["params"]}
+    state = collections.defaultdict(dict)
+    for key, entry in v["state"]:
+        p, d = inputs.decode(key), inputs.decode(entry)
+        if _id(p) not in params or _type(d) is not dict:
+            raise ValueError("an optimizer's state is malformed")
+        state[p] = d
+    opt.state = state
+    extras.optimizers[v["o"]] = opt
+    extras.before[v["o"]] = (opt.state, [(_id(k), _id(x)) for k, x in opt.state.items()], opt.param_groups,
+                             opt.defaults)
+    return opt
+
+
+def _array_result(inputs, a):
+    """An input array, or an array in an input array's memory (None: neither)."""
+    extras = inputs.__dict__.get("extras")
+    if extras is None:
+        return None
+    for n, given in extras.arrays.items():
+        if a is given:
+            return {"k": "aref", "n": n}
+    dtype = a.dtype.str
+    if dtype not in ARRAY_DTYPES or not a.size:
+        return None
+    address = a.__array_interface__["data"][0]
+    found = _in_buffer(inputs, address)
+    if found is None:
+        return None
+    return {"k": "ab", "b": found[0], "byte_offset": found[1], "dtype": dtype, "shape": list(a.shape),
+            "strides": list(a.strides), "writeable": bool(a.flags.writeable)}
+
+
+def _in_buffer(inputs, ptr: int):
+    """(buffer, byte offset) when ``ptr`` lies in the memory of an input array's buffer; else None."""
+    extras = inputs.__dict__.get("extras")
+    for b, (raw, _, _) in enumerate(extras.buffers if extras is not None else ()):
+        start, n = raw.data_ptr(), raw.numel()
+        if n and start <= ptr < start + n:
+            return b, ptr - start
+    return None
+
+
+def _tensor_in_array(inputs, t: _Tensor, facts: dict) -> bool:
+    """A result tensor whose storage lies in an input array's memory (``torch.from_numpy(arr)``)."""
+    found = _in_buffer(inputs, t.untyped_storage().data_ptr())
+    if found is None or t.untyped_storage().nbytes() == 0:
+        return False
+    facts["in_array"], facts["byte_offset"], facts["nbytes"] = found[0], found[1], t.untyped_storage().nbytes()
+    return True
+
+
+def _result_extra(inputs, obj):
+    """An input optimizer, or its state mapping, by the judge's number (None: neither)."""
+    extras = inputs.__dict__.get("extras")
+    for o, opt in (extras.optimizers.items() if extras is not None else ()):
+        if obj is opt:
+            return {"k": "oref", "o": o}
+        if obj is opt.state:
+            return {"k": "ostate", "o": o}
+    return None
+
+
+def _after_extra(inputs, results) -> dict:
+    """What the call did to the arrays' memory, the folders' files, the optimizers and its inputs'
+    history (``detach_()``), by value; the kernel's folders are removed."""
+    # non-leaf inputs the call took out of their graph in place (``t.detach_()``)
+    detached = [i for i, t in enumerate(inputs.tensors)
+                if inputs.histories[i] is not None and t.grad_fn is None and not t.requires_grad]
+    extras = inputs.__dict__.get("extras")
+    if extras is None:
+        return {"detached": detached}
+    buffers = []
+    for raw, _, before in extras.buffers:
+        now = _bytes_of(raw.untyped_storage())
+        buffers.append(None if now == before else base64.b64encode(now).decode())
+    folders = []
+    for p in sorted(extras.folders):
+        folders.append(_files_of(extras.folders[p]))
+        _shutil.rmtree(extras.folders[p], ignore_errors=True)
+    optimizers = []
+    for o, opt in extras.optimizers.items() if results is not None else ():
+        state, items, groups, defaults = extras.before[o]
+        entry = {"o": o}
+        if opt.param_groups is not groups:
+            entry["param_groups"] = results.encode(opt.param_groups)
+        if opt.defaults is not defaults:
+            entry["defaults"] = results.encode(opt.defaults)
+        if opt.state is not state or [(_id(k), _id(x)) for k, x in opt.state.items()] != items:
+            entry["state"] = [[results.encode(k), results.encode(x)] for k, x in opt.state.items()]
+        if _len(entry) > 1:
+            optimizers.append(entry)
+    return {"detached": detached, "buffers": buffers, "folders": folders, "optimizers": optimizers}
 
 
 def _keep(obj) -> int:
@@ -491,10 +749,12 @@ def _call(request: dict, namespace: dict) -> dict:
     except BaseException as exc:  # the learner's exception is the test's failure, reported by name
         if _isinstance(exc, (KeyboardInterrupt, SystemExit)):
             raise
-        return {"raised": {"ename": _type(exc).__name__, "evalue": str(exc)[:2000]}, "inputs": inputs.after()}
+        return {"raised": {"ename": _type(exc).__name__, "evalue": str(exc)[:2000]}, "inputs": inputs.after(),
+                **_after_extra(inputs, None)}
     results = _Results(inputs)
     encoded = results.encode(value)
     changes = inputs.changes(results)
+    changes.update(_after_extra(inputs, results))   # since 6b: arrays' memory, folders, optimizers
     call = request["call"]
     _calls[call] = {"outputs": results.differentiable, "inputs": inputs.tensors, "leaves": results.leaves}
     while len(_calls) > MAX_CALLS:
