@@ -1820,6 +1820,8 @@ class _GraphRequest(_Request):
             r = self.graphs._ref(v)
             self.graph_refs.append(r)
             return {"k": "g", "r": r}
+        if (type(v).__name__ == "ndarray" and type(v).__module__ == "numpy") or type(v) in OPTIMIZERS.values():
+            raise JudgeError("a cell that sends graphs as recipes sends no NumPy array or optimizer")
         return super().encode(v, depth)
 
 
