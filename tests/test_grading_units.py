@@ -438,6 +438,41 @@ class TestAddGuards:
             assert cell.cell_type == "code" and cell.outputs == [] and cell.execution_count is None
 
 
+class TestRestoreWithTheJudgedTest:
+    """A restore cell right before a judged test travels with that test's first request to the
+    kernel; its report is taken out of what the request printed and becomes the cell's output."""
+
+    def client(self, nb, judged):
+        c = jobs.LimitedClient.__new__(jobs.LimitedClient)
+        c.nb, c.judged, c.code_cells_executed = nb, judged, 0
+        return c
+
+    def test_only_a_restore_right_before_a_judged_test_waits(self):
+        nb = add_guards(notebook(setup_cell(), answer("f"), graded("test_f"), graded("test_g")))
+        client = self.client(nb, {"test_g": "..."})
+        waits = [i for i, c in enumerate(nb.cells) if client._before_a_judged_test(c, i)]
+        assert [meta_of(nb.cells[i + 1])["grade_id"] for i in waits] == ["test_g"]
+        assert all(nb.cells[i].source == guard.RESTORE_SOURCE for i in waits)
+
+    def test_the_report_goes_to_the_restore_cell_and_the_rest_stays_printed(self):
+        nb = add_guards(notebook(setup_cell(), answer("f"), graded("test_f")))
+        restore = next(c for c in nb.cells if c.source == guard.RESTORE_SOURCE)
+        client = self.client(nb, {"test_f": "..."})
+        printed = [guard.MARK + '["torch.Tensor.add"]\nfrom the ', "learner\n"]
+        client._restored(restore, printed)
+        assert restore.outputs[0].text == guard.MARK + '["torch.Tensor.add"]\n'
+        assert "".join(printed) == "from the learner\n"
+        assert finish(nb, fake_client()) == ["changed torch.Tensor.add"]
+
+    def test_a_silent_restore_is_flagged_as_before(self):
+        nb = add_guards(notebook(setup_cell(), answer("f"), graded("test_f")))
+        restore = next(c for c in nb.cells if c.source == guard.RESTORE_SOURCE)
+        printed = ["nothing from the guard\n"]
+        self.client(nb, {"test_f": "..."})._restored(restore, printed)
+        assert restore.outputs == [] and printed == ["nothing from the guard\n"]
+        assert "the grader's guard cells did not report" in finish(nb, fake_client())[0]
+
+
 class TestFinish:
 
     def test_guard_cells_are_removed_and_the_rest_kept_in_order(self):

@@ -94,6 +94,7 @@ class LimitedClient(NotebookClient):
         self.judged: dict[str, str] = {}
         self.judge = None
         self.judge_flags: list[str] = []
+        self.restore_pending = None  # a restore cell waiting for the next request to the kernel
 
     async def async_start_new_kernel_client(self):
         kc = await super().async_start_new_kernel_client()
@@ -105,7 +106,19 @@ class LimitedClient(NotebookClient):
         gid = role(cell).grade_id
         if cell.cell_type == "code" and role(cell).is_test and gid in self.judged:
             return await self._judge_cell(cell, cell_index, self.judged[gid])
+        if self._before_a_judged_test(cell, cell_index):
+            self.restore_pending = cell      # it runs with the judged test's first request to the kernel
+            return cell
         return await super().async_execute_cell(cell, cell_index, *args, **kwargs)
+
+    def _before_a_judged_test(self, cell, index: int) -> bool:
+        """A guard's restore cell right before a judged test: the kernel runs no learner code between
+        the two, so the restore can travel with the test's first request (one round trip less)."""
+        if not (cell.metadata.get(GUARD_KEY) and cell.source == guard.RESTORE_SOURCE):
+            return False
+        after = self.nb.cells[index + 1] if index + 1 < len(self.nb.cells) else None
+        return (after is not None and after.cell_type == "code" and role(after).is_test
+                and role(after).grade_id in self.judged)
 
     # -- hidden tests run by the judge, outside the kernel -----------------------------------------
     async def _judge_cell(self, cell, cell_index: int, source: str):
@@ -124,6 +137,9 @@ class LimitedClient(NotebookClient):
 
         self.judge.rpc = rpc
         outputs = await loop.run_in_executor(None, self.judge.run_cell, source)
+        if self.restore_pending is not None:   # the test sent nothing to the kernel: restore on its own
+            pending, self.restore_pending = self.restore_pending, None
+            await super().async_execute_cell(pending, cell_index - 1)
         if loop.time() > deadline:
             self.timed_out.add(cell_index)
         self.code_cells_executed += 1
@@ -138,18 +154,45 @@ class LimitedClient(NotebookClient):
 
     async def _rpc(self, request: dict, deadline: float):
         """One request to the kernel's agent: an execute_request whose answer is a user expression."""
-        import ast
+        from .judge import AGENT
 
-        from .judge import AGENT, MAX_REPLY, JudgeError, _compile_lock
-
-        loop = asyncio.get_running_loop()
         code = f"{AGENT}.serve({json.dumps(request)!r}, globals())"
+        restore, self.restore_pending = self.restore_pending, None
+        if restore is not None:
+            # the restore cell's code, first: its report is taken out of what this request printed
+            # and becomes that cell's output, as if it had run on its own (a failing restore stays
+            # silent, which _finish flags, and the request still runs)
+            code = f"try:\n    {guard.RESTORE_SOURCE}\nexcept BaseException:\n    pass\n{code}"
         # silent: the kernel does not echo the request back on IOPub (one message in five, and as big
         # as the request) or count it as a cell; what the learner's function prints still comes, and
         # the reply still holds the user expression
         msg_id = self.kc.execute(code, silent=True, store_history=False, allow_stdin=False,
                                  user_expressions={"reply": f"{AGENT}.last_reply"})
         printed: list[str] = []
+        try:
+            answer = await self._rpc_answer(msg_id, code, printed, deadline)
+        finally:
+            if restore is not None:
+                self._restored(restore, printed)
+        return answer, "".join(printed)
+
+    def _restored(self, cell, printed: list[str]) -> None:
+        """The guard's report, from the lines a request with the restore in front of it printed."""
+        lines = "".join(printed).splitlines(keepends=True)
+        report = "".join(line for line in lines if line.startswith(guard.MARK))
+        printed[:] = [line for line in lines if not line.startswith(guard.MARK)]
+        self.code_cells_executed += 1
+        cell.execution_count = self.code_cells_executed
+        cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text=report)] if report else []
+
+    async def _rpc_answer(self, msg_id: str, code: str, printed: list[str], deadline: float):
+        """The agent's answer to one request, read from the kernel's messages; ``printed`` collects
+        what the request printed on the way."""
+        import ast
+
+        from .judge import MAX_REPLY, JudgeError, _compile_lock
+
+        loop = asyncio.get_running_loop()
         try:
             while True:
                 remaining = deadline - loop.time()
@@ -195,7 +238,7 @@ class LimitedClient(NotebookClient):
                 answer = ast.literal_eval(text)
             if not isinstance(answer, str):
                 raise ValueError
-            return json.loads(answer), "".join(printed)
+            return json.loads(answer)
         except (ValueError, SyntaxError, RecursionError, MemoryError):
             raise JudgeError("the kernel's agent answered something that is not JSON") from None
 
