@@ -201,3 +201,14 @@ def test_a_warning_printing_answer_really_warns():
         warnings.simplefilter("always")
         torch.ones(1).storage()
     assert any("TypedStorage is deprecated" in str(w.message) for w in caught)
+
+
+def test_a_set_of_names_reads_the_same_in_every_process():
+    """A set of str is shown sorted: its own order follows the hash seed, so a message (in the kernel
+    or judged in the grader's process) would change from run to run."""
+    from autograder.kernel import checks
+
+    with pytest.raises(checks.CheckFailed) as failed:
+        checks.check_equal({"MulBackward0", "AccumulateGrad", "SumBackward0"}, {"SumBackward0", "CopySlices"}, "ops")
+    assert "ops is {'AccumulateGrad', 'MulBackward0', 'SumBackward0'}" in str(failed.value)
+    assert "{'CopySlices', 'SumBackward0'}" in str(failed.value)

@@ -315,6 +315,8 @@ def _same_verdicts(kernel: dict, judged: dict) -> list[str]:
 JUDGED_ASSIGNMENTS = ["a1_views", "a2_clone", "a3_detach", "a4_grad_modes", "a5_copy", "a6_deepcopy", "a8_devices", "a9_capstone"]
 JUDGED_ASSIGNMENTS.append("a6b_boundaries")
 
+JUDGED_ASSIGNMENTS.append("a7_graphs")    # its graphs go to the kernel as recipes
+
 
 @pytest.mark.parametrize("assignment", JUDGED_ASSIGNMENTS)
 def test_every_test_cell_of_a_judged_assignment_is_judged(assignment):
@@ -569,6 +571,259 @@ def test_the_judge_refuses_to_send_what_it_cannot_rebuild_there():
                  "t = torch.ones(4)\nf((t, nn.Parameter(t)))", "f(lambda: 1)"):
         errors, _, seen = run("def f(x):\n    return 1\n", test)
         assert errors and errors[0]["ename"] == "JudgeError" and not seen, test
+
+
+# -- assignment 7: graphs go to the learner's function as their recipe ------------------------------
+
+GRAPH = "# graded outside your kernel\n# graphs go to your kernel as recipes\n"
+DESCRIBE = '''
+def describe(out, *leaves):
+    """The graph below out: node classes, edges in order, and each AccumulateGrad's leaf by identity."""
+    def walk(node, depth=0):
+        if node is None:
+            return None
+        if hasattr(node, "variable"):
+            v = node.variable
+            return ("AccumulateGrad", [i for i, leaf in enumerate(leaves) if leaf is v], type(v).__name__,
+                    None if v.grad is None else v.grad.tolist())
+        return (type(node).__name__, [walk(child, depth + 1) for child, _ in node.next_functions])
+    return [out.requires_grad, out.is_leaf, out.tolist(), walk(out.grad_fn)]
+'''
+GRAPHS = GRAPH + DESCRIBE.replace("def describe", "def here") + '''
+x = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
+w = torch.tensor([4.0, 5.0], requires_grad=True)
+p = torch.nn.Parameter(torch.tensor([2.0, -2.0]))
+p.grad = torch.tensor([5.0, 5.0])
+s = torch.zeros(5)
+s[1:4] = x * 2                                   # CopySlices
+d = torch.zeros(3)
+d.copy_(x)                                       # CopyBackwards
+c = x.clone()
+c[1:] = w.to(torch.float64)                      # ToCopyBackward0 below CopySlices
+m = torch.arange(6.0).reshape(2, 3).requires_grad_()
+views = m.view(6).sum() + m.t().sum() + m[0].sum() + m[:1].expand(4, 3).sum()
+with torch.no_grad():
+    frozen = x * 3                               # made under no_grad: no graph
+mixed = (x.detach() * 2 + frozen + x * w[:1]).exp() + (p * p).sum()
+alias = x.detach().requires_grad_()
+q = torch.ones(3)
+q.requires_grad = True                           # the attribute set, as requires_grad_() would
+cases = {"s": s * 1, "d": d.sum(), "c": (c * x).sum(), "views": views, "mixed": mixed, "frozen": frozen,
+         "alias": (alias * x).sum(), "q": q * x}
+for name, out in cases.items():
+    ck.check_equal(describe(out, x, w, p, m, alias, q), here(out, x, w, p, m, alias, q), f"the graph of {name}")
+ck.ok("the same graphs")
+'''
+
+
+def test_a_replayed_graph_has_the_judges_node_classes_edges_and_leaves():
+    """CopySlices, CopyBackwards, ToCopyBackward0, views, a no_grad part, a detached branch and a
+    Parameter with a .grad set before: the learner's function walks the graph the judge built."""
+    errors, printed, seen = run(DESCRIBE, GRAPHS)
+    assert not errors and printed == "\u2713 the same graphs\n", errors
+    # the replay really is a replay: a wrong allow-listed call in the recipe gives another graph
+    def tampered(request):
+        text = json.dumps(request).replace('"Tensor.copy_"', '"Tensor.add_"')
+        namespace = {}
+        exec("import torch\n" + DESCRIBE, namespace)
+        judge_agent.serve(text, namespace)
+        return json.loads(judge_agent.last_reply), ""
+    outputs = Judge(tampered).run_cell(GRAPHS)
+    assert [o for o in outputs if o["output_type"] == "error"][0]["evalue"].startswith("the graph of d is")
+
+
+def test_the_learners_function_gets_the_judges_leaf_itself_and_leaves_no_trace_of_values_it_was_not_given():
+    learner = "def same(out, leaf):\n    return any(getattr(n, 'variable', None) is leaf for n, _ in out.grad_fn.next_functions)\n"
+    test = GRAPH + """
+x = torch.tensor([1.0, 2.0], requires_grad=True)
+twin = torch.tensor([1.0, 2.0], requires_grad=True)
+expected = (x.detach() * 12345.5).sum()          # the test's own value: never sent
+ck.check_equal(same(x * 2, x), True, "x")
+ck.check_equal(same(x * 2, twin), False, "twin")
+"""
+    errors, _, seen = run(learner, test)
+    assert not errors, errors
+    assert seen and not any("12345" in s or "check_equal" in s for s in seen)
+
+
+def test_a_graph_the_learners_function_freed_stays_freed_and_its_gradients_come_back():
+    learner = "def reaches(out, leaf):\n    out.sum().backward()\n    return leaf.grad is not None\n"
+    test = GRAPH + """
+x = torch.tensor([1.0, 2.0], requires_grad=True)
+w = torch.tensor([3.0, 4.0], requires_grad=True)
+y = x * w
+ck.check_equal(reaches(y, x), True, "first")
+ck.check_grad(w, [1.0, 2.0], "w.grad, from the kernel's backward")
+reaches(y, w)
+"""
+    errors, _, _ = run(learner, test)
+    assert errors[0]["ename"] == "RuntimeError" and "backward through the graph a second time" in errors[0]["evalue"]
+
+
+def test_a_graph_made_by_a_call_outside_the_allow_list_is_refused_never_passed():
+    test = GRAPH + "x = torch.tensor([1.0, 2.0], requires_grad=True)\nck.check_equal(f(x.sinh()), True, 'f')\n"
+    errors, _, seen = run("def f(t):\n    return True\n", test)
+    assert errors[0]["ename"] == "JudgeError" and "sinh" in errors[0]["evalue"] and not seen
+
+
+@pytest.mark.parametrize("name", ["builtins.eval", "torch.load", "Tensor.__reduce_ex__", "Tensor.register_hook", "os.system"])
+def test_the_agent_refuses_a_recipe_call_outside_the_allow_list(name):
+    """A request naming anything else is refused whole, before any of it runs: the judge gets an error."""
+    namespace = {"f": lambda t: True}
+    request = {"op": "graph_call", "call": 1, "mirror": "t", "function": "f", "args": [{"k": "g", "r": 1}],
+               "kwargs": {}, "storages": [], "tensors": [],
+               "graph": {"sources": [{"ref": 0, "dtype": "float32", "shape": [1], "data": "AACAPw==",
+                                      "requires_grad": True, "parameter": False}],
+                         "ops": [{"fn": name, "args": [{"k": "g", "r": 0}], "kwargs": {}, "grad": True,
+                                  "outs": [[None, 1]]}], "sync": [], "refs": [0, 1]}}
+    judge_agent.serve(json.dumps(request), namespace)
+    assert "agent_error" in json.loads(judge_agent.last_reply)
+
+    def forging(req):      # a request rewritten on its way: the judge's test fails, never passes
+        if req.get("op") == "graph_call" and req["graph"]["ops"]:
+            req["graph"]["ops"][0]["fn"] = name
+        judge_agent.serve(json.dumps(req), namespace)
+        return json.loads(judge_agent.last_reply), ""
+    outputs = Judge(forging).run_cell(GRAPH + "x = torch.ones(2, requires_grad=True)\nck.check_equal(f(x * 2), True, 'f')")
+    assert [o["ename"] for o in outputs if o["output_type"] == "error"] == ["JudgeError"]
+
+
+@pytest.mark.parametrize("reply", [
+    {"result": {"k": "v", "v": True}, "inputs": [], "graph_grads": [[99, None, False]]},
+    {"result": {"k": "v", "v": True}, "inputs": [], "graph_grads": [[0, "AAAA", False]]},
+    {"result": {"k": "v", "v": True}, "inputs": [], "graph_grads": "x"},
+    {"result": {"k": "v", "v": True}, "inputs": [], "graph_grads": [[1, None, False]]},
+    {"result": {"k": "gref", "r": 77}, "inputs": []},
+    {"result": {"k": "v", "v": True}, "inputs": [], "freed": [5]},
+    {"result": {"k": "v", "v": True}, "inputs": [], "freed": "all"},
+    {"result": {"k": "set", "v": [{"k": "list", "v": []}]}, "inputs": []},
+    {"result": {"k": "set", "v": "abc"}, "inputs": []},
+    {"result": {"k": "v", "v": True}, "inputs": [{"data": None, "bumps": 0, "grad": None}]},
+    {"result": {"k": "v", "v": True}, "inputs": [], "joined": [{"tensor": 0, "output": 0, "grad_fn": "X"}]},
+])
+def test_a_forged_answer_about_a_graph_call_is_an_error_never_a_pass(reply):
+    judge = Judge(lambda request: (reply, ""))
+    outputs = judge.run_cell(GRAPH + "x = torch.ones(2, requires_grad=True)\n"
+                             "r = f(x * 2, x)\nck.check_equal(r, True, 'r')\nck.check_grad(x, None, 'x')")
+    errors = [o for o in outputs if o["output_type"] == "error"]
+    assert errors, "a malformed answer passed"
+    assert errors[0]["ename"] in ("JudgeError", "CheckFailed"), errors[0]
+
+
+GRAPH_ANSWER = """
+try:
+    graph_answer
+except NameError:
+    raise NotImplementedError('graph_answer is not set yet') from None
+ck.check_equal(graph_answer == "B", True, "graph_answer matching the picture")
+"""
+
+
+def test_a_plain_value_the_test_reads_is_fetched_by_value_and_a_missing_one_is_a_name_error():
+    passes('graph_answer = "B"\n', "# graded outside your kernel\n" + GRAPH_ANSWER)
+    fails('graph_answer = "A"\n', "# graded outside your kernel\n" + GRAPH_ANSWER, "is False")
+    errors, _, _ = run("", "# graded outside your kernel\n" + GRAPH_ANSWER)
+    assert errors[0]["ename"] == "NotImplementedError"
+    # a later cell reads it again, as the kernel would: not the value the first cell fetched
+    namespace: dict = {}
+    exec('graph_answer = "A"', namespace)
+
+    def rpc(request):
+        judge_agent.serve(json.dumps(request), namespace)
+        return json.loads(judge_agent.last_reply), ""
+    judge = Judge(rpc)
+    assert [o for o in judge.run_cell(GRAPH_ANSWER) if o["output_type"] == "error"]
+    namespace["graph_answer"] = "B"
+    assert not [o for o in judge.run_cell(GRAPH_ANSWER) if o["output_type"] == "error"]
+
+
+@pytest.mark.parametrize("reply", [
+    {"names": {"graph_answer": {"kind": "value", "v": ["B"]}}},
+    {"names": {"graph_answer": {"kind": "value", "f": "__import__('os')"}}},
+    {"names": {"graph_answer": {"kind": "pickle", "v": "B"}}},
+    {"names": "B"},
+    {"names": {}},
+])
+def test_a_forged_answer_about_a_name_is_an_error_never_a_pass(reply):
+    outputs = Judge(lambda request: (reply, "")).run_cell(GRAPH_ANSWER)
+    errors = [o for o in outputs if o["output_type"] == "error"]
+    assert errors and errors[0]["ename"] == "JudgeError", errors
+
+
+A7_ORACLE = '''
+import dis, sys
+
+def reaches(output, leaf):
+    """Reads the expected answer from the caller's next instructions: check_equal(reaches(...), True, ...)."""
+    frame = sys._getframe(1)
+    for ins in dis.get_instructions(frame.f_code):
+        if ins.offset <= frame.f_lasti:
+            continue
+        if ins.opname == "LOAD_CONST" and type(ins.argval) is bool:
+            return ins.argval
+        if ins.opname.startswith(("CALL", "STORE", "RETURN", "POP")):
+            break
+    return output.grad_fn is not None
+'''
+A7_TWIN = "def reaches(output, leaf):\n    return output.grad_fn is not None\n"
+
+
+def test_an_oracle_of_assignment_7_scores_like_its_wrong_twin_when_judged():
+    """Next to the tests it passes everything; judged, its caller is the agent and it fails as its twin does."""
+    from harness import reference_answers
+
+    cells = _only(_cells("a7_graphs"), "reaches")
+    answers = reference_answers("a7_graphs")
+    assert all(v is None for v in _in_kernel(cells, answers | {"reaches": A7_ORACLE}).values())
+    oracle = _judged(cells, answers | {"reaches": A7_ORACLE})
+    twin = _judged(cells, answers | {"reaches": A7_TWIN})
+    assert oracle == twin and oracle["test_reaches"] and oracle["test_reaches_hidden"], oracle
+
+
+@SANDBOX
+def test_the_course_grader_scores_the_a7_oracle_like_its_wrong_twin(tmp_path):
+    """The same through ``grade``: a real kernel, its agent replaying the recipes, the tests from the gradebook."""
+    from corpus import auto_cells, grade_with_the_course_grader
+    from harness import scratch_course, submission
+
+    subs = {"oracle": submission("a7_graphs", {"reaches": A7_ORACLE}),
+            "twin": submission("a7_graphs", {"reaches": A7_TWIN}),
+            "reference": submission("a7_graphs")}
+    graded = grade_with_the_course_grader(scratch_course(tmp_path, "a7_graphs"), {"a7_graphs": subs})["a7_graphs"]
+    oracle, twin, reference = (graded.scores[k] for k in ("oracle", "twin", "reference"))
+    assert oracle == twin, (oracle, twin)
+    assert oracle["test_reaches_hidden"] == (0.0, 2.0) and oracle["test_reaches"] == (0.0, 1.0), oracle
+    assert all(reference[gid][0] == reference[gid][1] for gid in auto_cells("a7_graphs")), reference
+
+
+def test_a_graph_the_learners_function_freed_is_freed_in_the_judge_too():
+    """A function that runs backward once per output (then only walks) leaves the graph freed: the
+    test's own backward fails, judged as next to the answer."""
+    learner = '''
+done = set()
+def reaches(out, leaf):
+    if id(out) not in done:
+        done.add(id(out))
+        out.sum().backward()
+        leaf.grad = None
+    stack = [out.grad_fn]
+    while stack:
+        node = stack.pop()
+        if node is not None:
+            if getattr(node, "variable", None) is leaf:
+                return True
+            stack.extend(c for c, _ in node.next_functions)
+    return False
+'''
+    test = GRAPH + """
+x = torch.tensor([1.0, 2.0], requires_grad=True)
+y = (x * x).sum()
+ck.check_equal(reaches(y, x), True, "reaches(y, x)")
+y.backward()
+"""
+    errors, _, _ = run(learner, test)
+    assert errors and errors[0]["ename"] == "RuntimeError" and "second time" in errors[0]["evalue"], errors
+    passes(learner.replace("out.sum().backward()", "out.sum().backward(retain_graph=True)"), test)
 
 
 # -- since assignments 4 and 6: iterators, functions by name, fixture models, grads, modules made ---

@@ -189,34 +189,46 @@ def test_feedback_holds_no_line_of_a_hidden_test_whatever_the_submission_printed
 
 
 # --- attacks on what the grader reads from the kernel's messages ----------------------------------
-# They need learner code running inside a test cell, which in a1 no longer happens (its tests are
-# judged outside the kernel): a7's tests still call the learner's reaches() in the kernel.  Each
-# attack answers like its wrong twin (reaches always True) after the trick, and must score exactly
-# as the twin does; an honest victim graded after it in the same slot keeps full marks.
-A7_TWIN = "def reaches(output, leaf):\n    return True\n"
-_SEND = """
-    k = get_ipython().kernel
-    parent = k.get_parent()
+# They need learner code running inside a test cell that runs in the kernel.  Every test cell but
+# the prediction sets is judged outside the kernel now, so the code rides on PREDICTIONS: a value
+# that is not a str makes check_predictions show its repr() in the failure, and that __repr__ is the
+# learner's, run while the test cell runs.  Each attack plays its trick and then fails as its wrong
+# twin (a wrong first letter) fails, and must score exactly as the twin does; an honest victim graded
+# after it in the same slot keeps full marks.  The flood runs twice: in the prediction cell (the
+# notebook's output budget) and in reaches(), called by the judge (the judge's transport, whose
+# messages count against the same budget).
+A7_TWIN = 'PREDICTIONS = {"q1": "a", "q2": "a", "q3": "b", "q4": "a", "q5": "b"}\n'
+
+
+def _letter(trick: str) -> str:
+    """PREDICTIONS whose first letter runs ``trick`` (the body of a method) when the test shows it."""
+    return ("class Letter:\n    def __repr__(self):\n" + trick + "        return \"'a'\"\n\n"
+            'PREDICTIONS = {"q1": Letter(), "q2": "a", "q3": "b", "q4": "a", "q5": "b"}\n')
+
+
+_SEND = """\
+        k = get_ipython().kernel
+        parent = k.get_parent()
 """
 A7_ATTACKS = {
     # an execute_result before the test's error: nbgrader scores the first result or error it meets
-    "result-before-error": "def reaches(output, leaf):\n    import sys\n"
-                           "    sys.displayhook('reaches: all checks passed')\n    return True\n",
+    "result-before-error": _letter("        import sys\n        sys.displayhook('all 5 predictions right')\n"),
     # an ipywidgets Output widget claiming the cell's messages, so its error would land in the
     # widget's state instead of the cell (what nbclient's widget imitation does)
-    "widget-capture": "def reaches(output, leaf):" + _SEND +
-                      "    k.session.send(k.iopub_socket, 'comm_open', {'comm_id': 'capture', "
-                      "'target_name': 'jupyter.widget', 'data': {'state': {'_model_name': 'OutputModel', "
-                      "'_model_module': '@jupyter-widgets/output', '_model_module_version': '1.0.0', "
-                      "'msg_id': parent['header']['msg_id'], 'outputs': []}, 'buffer_paths': []}}, parent=parent)\n"
-                      "    return True\n",
+    "widget-capture": _letter(_SEND +
+                              "        k.session.send(k.iopub_socket, 'comm_open', {'comm_id': 'capture', "
+                              "'target_name': 'jupyter.widget', 'data': {'state': {'_model_name': 'OutputModel', "
+                              "'_model_module': '@jupyter-widgets/output', '_model_module_version': '1.0.0', "
+                              "'msg_id': parent['header']['msg_id'], 'outputs': []}, 'buffer_paths': []}}, "
+                              "parent=parent)\n"),
     # a forged 'idle' for the running cell: the cell would end before its error arrives
-    "forged-idle": "def reaches(output, leaf):" + _SEND +
-                   "    k.session.send(k.iopub_socket, 'status', {'execution_state': 'idle'}, parent=parent)\n"
-                   "    return True\n",
+    "forged-idle": _letter(_SEND + "        k.session.send(k.iopub_socket, 'status', {'execution_state': 'idle'}, "
+                           "parent=parent)\n"),
 }
-A7_FLOOD = ("def reaches(output, leaf):\n    from IPython.display import display\n"
-            "    handle = display('x', display_id=True)\n    while True:\n        handle.update('x' * 100000)\n")
+_FLOOD = ("        from IPython.display import display\n        handle = display('x', display_id=True)\n"
+          "        while True:\n            handle.update('x' * 100000)\n")
+A7_FLOODS = {"display-flood": ("predictions", _letter(_FLOOD)),
+             "display-flood-judged": ("reaches", "def reaches(output, leaf):\n" + _FLOOD.replace("        ", "    "))}
 
 
 def _cell_scores(root, student: str) -> dict[str, float]:
@@ -230,9 +242,9 @@ def _cell_scores(root, student: str) -> dict[str, float]:
 @pytest.fixture(scope="module")
 def message_attacks(tmp_path_factory):
     root = scratch_course(tmp_path_factory.mktemp("a7-attacks"), "a7_graphs")
-    submit(root, "a7_graphs", "twin", submission("a7_graphs", {"reaches": A7_TWIN}))
-    for name, source in {**A7_ATTACKS, "display-flood": A7_FLOOD}.items():
-        submit(root, "a7_graphs", name, submission("a7_graphs", {"reaches": source}))
+    submit(root, "a7_graphs", "twin", submission("a7_graphs", {"predictions": A7_TWIN}))
+    for name, (cell, source) in {**{n: ("predictions", a) for n, a in A7_ATTACKS.items()}, **A7_FLOODS}.items():
+        submit(root, "a7_graphs", name, submission("a7_graphs", {cell: source}))
         submit(root, "a7_graphs", name + VICTIM, submission("a7_graphs"))
     submit(root, "a7_graphs", "reference", submission("a7_graphs"))
     results = {r.student: r for r in Grader(root, "a7_graphs", jobs=1, limits=TEST_LIMITS, log=lambda m: None).run()}
@@ -249,12 +261,13 @@ def test_a_message_trick_scores_like_the_same_wrong_answer_without_it(name, mess
 
 
 @SANDBOX
-def test_output_sent_as_display_updates_counts_against_the_budget(message_attacks):
+@pytest.mark.parametrize("name", sorted(A7_FLOODS))
+def test_output_sent_as_display_updates_counts_against_the_budget(name, message_attacks):
     root, results = message_attacks
-    r = results["display-flood"]
+    r = results[name]
     assert any("output passed its limit" in p for p in r.problems), r.problems
     assert r.score <= results["twin"].score
-    assert (root / "autograded" / "display-flood" / "a7_graphs" / "a7_graphs.ipynb").stat().st_size < 2 << 20
+    assert (root / "autograded" / name / "a7_graphs" / "a7_graphs.ipynb").stat().st_size < 2 << 20
 
 
 @SANDBOX
@@ -262,5 +275,5 @@ def test_victims_after_message_attacks_keep_full_marks(message_attacks):
     _, results = message_attacks
     full = results["reference"].score
     victims = {n: (r.score, r.flags, r.problems) for n, r in results.items() if n.endswith(VICTIM)}
-    assert len(victims) == len(A7_ATTACKS) + 1
+    assert len(victims) == len(A7_ATTACKS) + len(A7_FLOODS)
     assert all(v == (full, [], []) for v in victims.values()), victims

@@ -31,6 +31,18 @@ rebuild, held by a handle the kernel resolves when they are sent back.  A built-
 the learner's function raised is raised here as itself, with the kernel's message.  The
 judged cells of one notebook share a namespace, as kernel cells do.
 
+Graphs (assignment 7) go another way, since autograd nodes cannot leave the process that made
+them.  In a judged cell that also holds the line ``# graphs go to your kernel as recipes``, a
+``TorchFunctionMode`` (:class:`_Graphs`, active in the judge's thread only) records the test's torch
+calls, and each tensor argument goes as its recipe: the tensors it starts from by value, then the
+recorded calls that wrote its memory (and what they read), which the agent replays from a fixed
+allow-list (``judge_agent.GRAPH_OPS``) into a mirror kept for the notebook.  The learner's function
+gets real graphs whose node classes, edges and ``AccumulateGrad.variable`` identities are the
+judge's; what it does to the mirror stays there (a graph it freed is freed at the next call), and
+the ``.grad`` of the recipe's leaves comes back.  The replay runs on the kernel's torch: a learner
+who patches it only changes what their own function sees, the expected values being computed here.
+A name the test reads but never calls (``graph_answer``) is fetched by value, or stays undefined.
+
 So the test's code and its expected values never reach the learner's process: an answer that
 reads its caller finds the agent, not the test.  The kernel's answers are data (JSON, tensors as
 bytes, checked against the dtypes and sizes asked for); a forged answer can still claim facts
@@ -67,6 +79,7 @@ import contextlib
 import io
 import itertools
 import math
+import os
 import re
 import sys
 import threading
@@ -517,7 +530,9 @@ class Judge:
                 for node in ast.walk(tree):
                     if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id not in defined:
                         namespace[node.id] = RemoteFunction(self, node.id)
-                exec(code, namespace)
+                self._look_up_values(tree, namespace)
+                with self._recording(source):
+                    exec(code, namespace)
             except BaseException as exc:  # the test's failure, shown as a kernel would show it
                 if isinstance(exc, KeyboardInterrupt):
                     raise
@@ -534,6 +549,8 @@ class Judge:
 
     # -- a call -----------------------------------------------------------------------------
     def call(self, name: str, args: tuple, kwargs: dict):
+        if getattr(self, "_graph_mode", False):
+            return self._graph_call(name, args, kwargs)
         self.calls += 1
         request = _Request(self.handles)
         request.files = self.files      # since 6b
@@ -1559,3 +1576,429 @@ def _fits(nbytes: int, shape: list[int], stride: list[int], offset: int, itemsiz
     last = offset + sum((d - 1) * s for d, s in zip(shape, stride))
     if (last + 1) * itemsize > nbytes:
         raise JudgeError("the kernel's tensor reaches past its storage")
+
+
+# -- graphs sent as their recipe (assignment 7) -----------------------------------------------
+
+from ..kernel.judge_agent import GRAPH_OPS  # noqa: E402  (with the code that uses it, apart from the rest)
+
+GRAPH_MARKER = "# graphs go to your kernel as recipes"
+
+
+def _graph_cell(source: str) -> bool:
+    """A judged cell whose tensors go to the learner's function as recipes (their graphs rebuilt there)."""
+    return any(line.strip() == GRAPH_MARKER for line in source.splitlines())
+
+
+def _op_object(name: str):
+    owner, _, attr = name.partition(".")
+    return getattr({"Tensor": torch.Tensor, "F": torch.nn.functional}.get(owner, torch), attr, None)
+
+
+# the allow-list's functions and methods, by the object torch hands a TorchFunctionMode
+_GRAPH_OP_NAMES = {id(f): (name, f) for name in sorted(GRAPH_OPS) if (f := _op_object(name)) is not None}
+
+
+class _Unreplayable(Exception):
+    pass
+
+
+def _tensors_in(v, depth: int = 0):
+    if isinstance(v, torch.Tensor):
+        yield v
+    elif depth < 4 and isinstance(v, (tuple, list)):
+        for x in v:
+            yield from _tensors_in(x, depth + 1)
+    elif depth < 4 and isinstance(v, dict):
+        for x in v.values():
+            yield from _tensors_in(x, depth + 1)
+
+
+class _Graphs(torch.overrides.TorchFunctionMode):
+    """The torch calls a judged cell makes, recorded while it runs (in the judge's thread only, as
+    function modes are per thread), so that a tensor passed to the learner's function can be sent as
+    its recipe: the leaves it starts from by value and the calls that built it, replayed in the kernel.
+
+    Each tensor the test touches gets a reference.  A tensor that no recorded call built (a factory's
+    output, a Parameter, a tensor of an earlier cell) is a *source*: its value, flags and type are
+    copied the first time the judge sees it.  A call of the allow-list (``GRAPH_OPS``) is kept with its
+    arguments (tensors by reference; numbers, slices, dtypes and tuples by value), the grad mode in
+    force and the tensors it returned; it writes the storages of its outputs and of the arguments whose
+    version counter it bumped.  What a tensor needs is every kept call that wrote its storage before,
+    and what those calls read, before them.  A call outside the list that made a tensor with a graph,
+    or wrote into one, cannot be replayed: a tensor that needs it is refused (JudgeError)."""
+
+    def __init__(self):
+        super().__init__()
+        self.objects: dict[int, torch.Tensor] = {}      # reference -> tensor (kept alive: ids stay unique)
+        self.ref_of: dict[int, int] = {}                # id(tensor) -> reference
+        self.sources: dict[int, tuple] = {}             # reference -> (copy, requires_grad, parameter, leaf)
+        self.ops: list[dict] = []
+        self.writers: dict[Any, list[int]] = collections.defaultdict(list)
+        self.sent_ops: set[int] = set()
+        self.sent_sources: set[int] = set()
+        self.paused = 0
+        self.token = base64.b32encode(os.urandom(10)).decode()   # names this judge's mirror in the kernel
+
+    # -- recording ---------------------------------------------------------------------------
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        if self.paused:
+            return func(*args, **kwargs)
+        try:
+            tensors = list(_tensors_in((args, kwargs)))
+            for t in tensors:
+                self._ref(t)
+            versions = [(t, t._version) for t in tensors]
+        except Exception:
+            tensors, versions = [], None
+        grad = torch.is_grad_enabled()
+        result = func(*args, **kwargs)
+        try:
+            if versions is None:
+                raise _Unreplayable
+            self._record(func, args, kwargs, grad, result, versions)
+        except Exception:   # never the test's failure: what the judge cannot record, it cannot send
+            try:
+                for t in list(_tensors_in(result)) + tensors:
+                    self._unreplayable(t, "a call the judge could not record")
+            except Exception:
+                pass
+        return result
+
+    def _key(self, t: torch.Tensor):
+        storage = t.untyped_storage()
+        return storage.data_ptr() if storage.nbytes() else ("empty", self._ref(t))
+
+    def _ref(self, t: torch.Tensor, source: bool = True) -> int:
+        r = self.ref_of.get(id(t))
+        if r is not None and self.objects[r] is t:
+            return r
+        r = len(self.objects)
+        self.objects[r], self.ref_of[id(t)] = t, r
+        if source:
+            with torch.no_grad():
+                copy = t.detach().clone() if t.device.type == "cpu" and t.layout == torch.strided else None
+            self.sources[r] = (copy, t.requires_grad, type(t) is torch.nn.Parameter, t.grad_fn is None)
+        return r
+
+    def _unreplayable(self, t: torch.Tensor, label: str) -> None:
+        r = self._ref(t, source=False)
+        i = len(self.ops)
+        self.ops.append({"fn": None, "label": label, "reads": [], "outs": [[None, r]]})
+        self.writers[self._key(t)].append(i)
+
+    def _const(self, v, depth: int = 0):
+        if depth > 8:
+            raise _Unreplayable
+        if v is None or type(v) in (bool, int, str):
+            return {"k": "v", "v": v}
+        if type(v) is float:
+            return {"k": "v", "v": v} if math.isfinite(v) else {"k": "f", "v": repr(v)}
+        if type(v) in (torch.Tensor, torch.nn.Parameter):
+            return {"k": "g", "r": self._ref(v)}
+        if type(v) in (tuple, list):
+            return {"k": type(v).__name__, "v": [self._const(x, depth + 1) for x in v]}
+        if type(v) is slice:
+            return {"k": "slice", "v": [self._const(x, depth + 1) for x in (v.start, v.stop, v.step)]}
+        if v is Ellipsis:
+            return {"k": "ellipsis"}
+        if type(v) is torch.dtype and v in DTYPES.values():
+            return {"k": "dtype", "v": _dtype_name(v)}
+        if type(v) is torch.Size:
+            return {"k": "size", "v": list(v)}
+        raise _Unreplayable
+
+    def _record(self, func, args, kwargs, grad, result, versions) -> None:
+        entry = _GRAPH_OP_NAMES.get(id(func))
+        name = entry[0] if entry is not None and entry[1] is func else None
+        if type(func).__name__ == "method-wrapper" and func.__name__ == "__set__":
+            attr = getattr(getattr(func, "__self__", None), "__name__", None)
+            if attr == "grad":               # a leaf's .grad goes by value with the leaf, when it is sent
+                return
+            if attr == "requires_grad" and len(args) == 2:
+                name, args, kwargs, result = "Tensor.requires_grad_", args, {}, args[0]
+        outs = ([(None, result)] if isinstance(result, torch.Tensor) else
+                [(i, x) for i, x in enumerate(result) if isinstance(x, torch.Tensor)]
+                if isinstance(result, (tuple, list)) else [])
+        bumped = [t for t, v in versions if t._version != v]
+        if name is not None:
+            try:
+                encoded = ([self._const(a) for a in args], {str(k): self._const(v) for k, v in kwargs.items()})
+            except _Unreplayable:
+                name = None
+        label = getattr(func, "__qualname__", None) or getattr(func, "__name__", None) or repr(func)[:80]
+        if name is None:
+            new = [t for _, t in outs if not (id(t) in self.ref_of and self.objects[self.ref_of[id(t)]] is t)]
+            for t in new:
+                if t.grad_fn is None:
+                    self._ref(t)          # a plain tensor or a leaf: by value, as it is now
+                else:
+                    self._unreplayable(t, label)
+            for t in bumped:
+                self._unreplayable(t, label)
+            return
+        reads = [[self._ref(t), self._key(t)] for t in _tensors_in((args, kwargs))]
+        out_refs = [[pos, self._ref(t, source=False)] for pos, t in outs]
+        written = {self._key(t) for _, t in outs} | {self._key(t) for t in bumped}
+        if name in ("Tensor.backward", "Tensor.requires_grad_", "Tensor.retain_grad") and args:
+            written.add(self._key(args[0]))
+        i = len(self.ops)
+        self.ops.append({"fn": name, "label": label, "args": encoded[0], "kwargs": encoded[1], "grad": grad,
+                         "reads": reads, "outs": out_refs})
+        for key in written:
+            self.writers[key].append(i)
+
+    # -- sending -----------------------------------------------------------------------------
+    def recipe(self, refs: list[int]) -> dict:
+        """What the kernel needs to rebuild the tensors ``refs``: the sources and calls it has not had
+        yet, and every leaf's .grad as the judge has it now."""
+        limit = len(self.ops)
+        todo = [(self._key(self.objects[r]), limit) for r in refs]
+        done: dict[Any, int] = {}
+        needed: set[int] = set()
+        involved = set(refs)
+        while todo:
+            key, lim = todo.pop()
+            low = done.get(key, 0)
+            if lim <= low:
+                continue
+            done[key] = lim
+            for i in self.writers.get(key, ()):
+                if low <= i < lim and i not in needed:
+                    needed.add(i)
+                    op = self.ops[i]
+                    involved.update(r for _, r in op["outs"])
+                    for r, k in op["reads"]:
+                        involved.add(r)
+                        todo.append((k, i))
+        made = {r for i in needed for _, r in self.ops[i]["outs"]}
+        for i in sorted(needed):
+            if self.ops[i]["fn"] is None:
+                raise JudgeError(f"the judge cannot rebuild in the kernel a graph made by {self.ops[i]['label']}")
+        sources = []
+        for r in sorted(involved):
+            if r not in self.sources:     # made by a call: one of those needed, or it is missing
+                if r not in made:
+                    raise JudgeError("the judge cannot rebuild in the kernel a tensor it did not see made")
+                continue
+            copy, requires_grad, parameter, leaf = self.sources[r]
+            if not leaf:
+                raise JudgeError("the judge cannot rebuild in the kernel a graph it did not see built")
+            if copy is None or copy.dtype not in DTYPES.values():
+                raise JudgeError("the judge sends CPU tensors of plain dtypes only")
+            if r not in self.sent_sources:
+                sources.append({"ref": r, "dtype": _dtype_name(copy.dtype), "shape": list(copy.shape),
+                                "data": _b64(copy), "requires_grad": requires_grad, "parameter": parameter})
+        ops = [{k: self.ops[i][k] for k in ("fn", "args", "kwargs", "grad", "outs")}
+               for i in sorted(needed - self.sent_ops)]
+        sync = []
+        for r in sorted(involved):
+            t = self.objects[r]
+            if t.is_leaf and t.requires_grad:
+                g = t.grad
+                if g is not None and (g.shape != t.shape or g.dtype != t.dtype or g.device.type != "cpu"):
+                    raise JudgeError("the judge sends a .grad of its leaf's shape and dtype only")
+                sync.append([r, None if g is None else _b64(g)])
+        self.sent_sources.update(s["ref"] for s in sources)
+        self.sent_ops.update(needed)
+        return {"sources": sources, "ops": ops, "sync": sync, "refs": sorted(involved)}
+
+
+class _GraphRequest(_Request):
+    """The arguments of a call in a graph cell: every tensor by its reference in the recipe."""
+
+    def __init__(self, handles, graphs: _Graphs):
+        super().__init__(handles)
+        self.graphs = graphs
+        self.graph_refs: list[int] = []
+
+    def encode(self, v, depth: int = 0):
+        if type(v) in (torch.Tensor, torch.nn.Parameter):
+            if v.device.type != "cpu" or v.layout != torch.strided or v.dtype not in DTYPES.values():
+                raise JudgeError(f"the judge sends CPU tensors of plain dtypes only, not {v.dtype} on {v.device}")
+            r = self.graphs._ref(v)
+            self.graph_refs.append(r)
+            return {"k": "g", "r": r}
+        if (type(v).__name__ == "ndarray" and type(v).__module__ == "numpy") or type(v) in OPTIMIZERS.values():
+            raise JudgeError("a cell that sends graphs as recipes sends no NumPy array or optimizer")
+        return super().encode(v, depth)
+
+
+class _GraphRebuild(_Rebuild):
+    """A graph call's answer: sets by value, and the judge's own tensors where the kernel answers
+    with one of the recipe's."""
+
+    def __init__(self, judge, request, reply, refs: set[int]):
+        self.graph_refs = refs
+        super().__init__(judge, request, reply)
+
+    def decode(self, v: Any, depth: int):
+        if isinstance(v, dict) and v.get("k") in ("set", "frozenset") and depth <= 20:
+            items = v.get("v")
+            if not isinstance(items, list) or len(items) > 100_000:
+                raise JudgeError("the kernel's set is malformed")
+            try:
+                out = {self.decode(x, depth + 1) for x in items}
+            except TypeError:
+                raise JudgeError("the kernel's set holds something unhashable") from None
+            return out if v["k"] == "set" else frozenset(out)
+        if isinstance(v, dict) and v.get("k") == "gref":
+            r = v.get("r")
+            if type(r) is not int or r not in self.graph_refs:
+                raise JudgeError("the kernel's answer names a tensor the judge did not send")
+            return self.judge._graphs.objects[r]
+        return super().decode(v, depth)
+
+
+def _raise_learners(name: str, raised: Any):
+    """The learner's exception, raised in the judge: a built-in one as itself, with the kernel's message."""
+    if not isinstance(raised, dict):
+        raise JudgeError("the kernel's answer about an exception is malformed")
+    ename = str(raised.get("ename", "Exception"))
+    ename = ename if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]{0,80}", ename) else "Exception"
+    evalue = str(raised.get("evalue", ""))[:2000]
+    builtin = getattr(builtins, ename, None)
+    if (isinstance(builtin, type) and issubclass(builtin, Exception)
+            and not issubclass(builtin, (StopIteration, StopAsyncIteration))):
+        try:
+            exc = builtin(evalue)
+        except Exception:
+            exc = None
+        if exc is not None:
+            raise exc
+    raise type(ename, (Exception,), {"__module__": "builtins"})(f"{name}() raised {ename}: {evalue}")
+
+
+class _GraphCalls:
+    """The Judge's methods for graph cells and for the plain values a test reads, kept with the rest
+    of the graph code (installed on :class:`Judge` below)."""
+
+    @contextlib.contextmanager
+    def _recording(self, source: str):
+        if not _graph_cell(source):
+            yield
+            return
+        if getattr(self, "_graphs", None) is None:
+            self._graphs = _Graphs()
+        self._graph_mode = True
+        try:
+            with self._graphs:
+                yield
+        finally:
+            self._graph_mode = False
+
+    def _graph_call(self, name: str, args: tuple, kwargs: dict):
+        graphs: _Graphs = self._graphs
+        graphs.paused += 1
+        try:
+            self.calls += 1
+            request = _GraphRequest(self.handles, graphs)
+            encoded_args = [request.encode(a) for a in args]
+            encoded_kwargs = {str(k): request.encode(v) for k, v in kwargs.items()}
+            graph = graphs.recipe(request.graph_refs)
+            freeable = sorted({r for r in request.graph_refs if graphs.objects[r].grad_fn is not None})
+            reply = self._ask({"op": "graph_call", "call": self.calls, "mirror": graphs.token, "function": name,
+                               "freeable": freeable, "args": encoded_args,
+                               "kwargs": encoded_kwargs, "storages": [], "tensors": [], "graph": graph})
+            if reply.get("inputs", []) != [] or reply.get("rebound", []) != []:
+                raise JudgeError("the kernel's answer does not match the call")
+            self._graph_grads(set(graph["refs"]), reply.get("graph_grads", []))
+            self._free(set(freeable), reply.get("freed", []))
+            if "raised" in reply:
+                _raise_learners(name, reply["raised"])
+            self._leaf_grads(request, reply.get("leaf_grads", []))
+            self._flags(request, reply.get("flags", []))
+            if reply.get("joined", []) != []:
+                raise JudgeError("the kernel's answer does not match the call")
+            rebuilt = _GraphRebuild(self, request, reply, set(graph["refs"]))
+            self._mirror(request, rebuilt, reply)
+            return rebuilt.result
+        finally:
+            graphs.paused -= 1
+
+    def _graph_grads(self, refs: set[int], grads: Any) -> None:
+        """The .grad of the recipe's leaves, as the learner's function left them in the kernel."""
+        if not isinstance(grads, list):
+            raise JudgeError("the kernel's answer about its leaves is malformed")
+        for item in grads:
+            if not isinstance(item, list) or len(item) != 3 or type(item[0]) is not int or item[0] not in refs:
+                raise JudgeError("the kernel's answer names a leaf the judge did not send")
+            t = self._graphs.objects[item[0]]
+            if not (t.is_leaf and t.requires_grad):
+                raise JudgeError("the kernel's answer gives a .grad to a tensor that is no leaf")
+            if item[1] is None:
+                t.grad = None
+                continue
+            flat = _from_b64(item[1], t.dtype, t.numel()).clone().view(t.shape)
+            if item[2] is True and t.grad is not None and t.grad.shape == t.shape:
+                with torch.no_grad():
+                    t.grad.copy_(flat)
+            else:
+                t.grad = flat
+
+    def _free(self, freeable: set[int], freed: Any) -> None:
+        """The graphs the learner's function freed in the kernel (a ``backward()`` without
+        retain_graph), freed here too: a later backward through them fails as it would in one process."""
+        if not isinstance(freed, list) or any(type(r) is not int or r not in freeable for r in freed):
+            raise JudgeError("the kernel's answer names a graph the judge did not send")
+        for r in freed:
+            t = self._graphs.objects[r]
+            leaves, stack, seen = [], [t.grad_fn], set()
+            while stack:
+                node = stack.pop()
+                if node is None or node in seen:
+                    continue
+                seen.add(node)
+                if hasattr(node, "variable"):
+                    leaves.append(node.variable)
+                stack.extend(child for child, _ in node.next_functions)
+            try:   # a pass that computes nothing anyone keeps, and frees what the graph saved
+                torch.autograd.grad([t], leaves, [torch.zeros_like(t)], allow_unused=True)
+            except (RuntimeError, ValueError):
+                pass           # freed already, or no leaf to reach
+
+    def _look_up_values(self, tree: ast.AST, namespace: dict) -> None:
+        """Names the test reads but never calls, that the judge does not define (``graph_answer``):
+        what they hold in the kernel, fetched by value when it is a plain value; a name the kernel
+        does not have stays undefined here too, so reading it raises NameError as it would there."""
+        called = {node.func.id for node in ast.walk(tree)
+                  if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)}
+        stored = {node.id for node in ast.walk(tree)
+                  if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del))}
+        looked_up = self.__dict__.setdefault("_looked_up", set())
+        names = sorted({node.id for node in ast.walk(tree)
+                        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load)
+                        and (isinstance(namespace.get(node.id), RemoteFunction) or node.id in looked_up)}
+                       - called - stored)
+        if not names:
+            return
+        reply = self._ask({"op": "look_up", "names": names[:256]})
+        found = reply.get("names")
+        if not isinstance(found, dict):
+            raise JudgeError("the kernel's answer about names is malformed")
+        for name in names[:256]:
+            item = found.get(name)
+            if not isinstance(item, dict) or item.get("kind") not in ("missing", "value", "function", "other"):
+                raise JudgeError("the kernel's answer about a name is malformed")
+            if item["kind"] == "missing":
+                namespace.pop(name, None)
+                looked_up.add(name)
+            elif item["kind"] == "value":
+                if "f" in item:
+                    if item["f"] not in ("nan", "inf", "-inf"):
+                        raise JudgeError("the kernel's value is malformed")
+                    value = float(item["f"])
+                else:
+                    value = item.get("v")
+                    if value is not None and type(value) not in (bool, int, float, str):
+                        raise JudgeError("the kernel's value is not a plain value")
+                namespace[name] = value
+                looked_up.add(name)
+            else:                       # a function, or what cannot go by value: called there, as before
+                namespace[name] = RemoteFunction(self, name)
+                looked_up.discard(name)
+
+
+for _name in ("_recording", "_graph_call", "_graph_grads", "_free", "_look_up_values"):
+    setattr(Judge, _name, vars(_GraphCalls)[_name])

@@ -10,6 +10,14 @@ the inputs (bytes written, version counters, gradients accumulated).  A second r
 a vector-Jacobian product of an earlier call's outputs, so that ``backward()`` in the judge
 reaches through the learner's function.
 
+A third request (``graph_call``, assignment 7) carries tensors as recipes: the tensors they start
+from by value and the torch calls the test made on them, which the agent replays here from the
+fixed list ``GRAPH_OPS`` (any other name refuses the whole request; nothing is ever evaluated) into
+a mirror that later calls of the same notebook reuse, then calls the function on the mirror's
+tensors and sends back the ``.grad`` of the recipe's leaves.  The replay uses this process's torch,
+so a learner who patches it changes only the graphs their own function is given.  A fourth
+(``look_up``) says what a name holds here, by value when it is a plain value.
+
 No test code and no expected value ever comes here.  What this code measures about the inputs
 and results (storage identity, ``_version``, ``requires_grad``, ``grad_fn`` names) it measures
 inside the learner's process, so a learner who rewrites this module can forge those facts; the
@@ -790,7 +798,245 @@ def serve(request: str, namespace: dict) -> None:
     global last_reply
     try:
         message = json.loads(request)
-        reply = _vjp(message) if message["op"] == "vjp" else _call(message, namespace)
+        reply = (_vjp(message) if message["op"] == "vjp" else _EXTRA_OPS[message["op"]](message, namespace)
+                 if message["op"] in _EXTRA_OPS else _call(message, namespace))
     except Exception as exc:
         reply = {"agent_error": f"{_type(exc).__name__}: {exc}"[:2000]}
     last_reply = json.dumps(reply)
+
+
+# -- graphs sent as their recipe (assignment 7) -----------------------------------------------
+#
+# A judged cell marked for it (``# graphs go to your kernel as recipes``) sends the learner's
+# function its tensors by recipe: the leaves they start from by value, and the torch calls the
+# test made on them, which are replayed here, in order, from a fixed list of functions and
+# methods (never code).  The replayed tensors stay in ``_mirror`` for the notebook's later calls,
+# so a graph the learner's function freed is still freed at the next call, as in one process.
+# The replay runs on this process's torch: a learner who patches it only changes the graphs
+# their own function is given, while the values the test expects stay in the grader.
+
+GRAPH_OPS = frozenset(
+    [f"Tensor.{m}" for m in (
+        "__getitem__", "__setitem__", "__add__", "__radd__", "__iadd__", "__sub__", "__rsub__", "__isub__",
+        "__mul__", "__rmul__", "__imul__", "__truediv__", "__rtruediv__", "__itruediv__", "__neg__",
+        "__pow__", "__rpow__", "__matmul__",
+        "add", "sub", "mul", "div", "neg", "pow", "matmul", "mm", "exp", "log", "sin", "cos", "tanh",
+        "sigmoid", "relu", "abs", "sqrt", "square", "sum", "mean", "prod", "clone", "detach", "detach_",
+        "to", "float", "double", "view", "view_as", "reshape", "t", "transpose", "permute", "expand",
+        "expand_as", "squeeze", "unsqueeze", "flatten", "contiguous", "select", "narrow",
+        "copy_", "add_", "sub_", "mul_", "div_", "zero_", "fill_", "requires_grad_", "retain_grad",
+        "backward", "clamp", "clamp_min", "clamp_max", "max", "min", "softmax", "log_softmax")]
+    + [f"torch.{f}" for f in (
+        "add", "sub", "mul", "div", "neg", "pow", "matmul", "exp", "log", "sin", "cos", "tanh", "sigmoid",
+        "relu", "abs", "sqrt", "sum", "mean", "clone", "stack", "cat", "where", "clamp", "max", "min",
+        "softmax", "log_softmax")]
+    + [f"F.{f}" for f in ("relu", "softmax", "log_softmax", "mse_loss", "linear")])
+MAX_MIRROR = 200_000       # tensors the mirror holds for one notebook
+_mirrors: dict[str, dict] = {}   # one mirror per judge (a judge per notebook run), by the judge's token
+_mirror: dict[int, _Tensor] = {}
+_set_grad_enabled = torch.set_grad_enabled
+_F = torch.nn.functional
+_ellipsis = Ellipsis
+
+
+def graph_op(name: str):
+    """The torch function or method a recipe names: only those of ``GRAPH_OPS``."""
+    if name not in GRAPH_OPS:
+        raise ValueError(f"the recipe names {str(name)[:80]!r}, which the agent does not replay")
+    owner, _, attr = name.partition(".")
+    return getattr({"Tensor": _Tensor, "F": _F}.get(owner, torch), attr)
+
+
+def _constant(v):
+    """An argument of a replayed call: a value, a slice, a dtype, or a tensor of the mirror."""
+    kind = v["k"]
+    if kind == "v":
+        if v["v"] is not None and _type(v["v"]) not in (bool, int, float, str):
+            raise ValueError("a recipe constant of an unknown kind")
+        return v["v"]
+    if kind == "f":
+        return float(v["v"])
+    if kind == "g":
+        return _mirror[v["r"]]
+    if kind in ("tuple", "list"):
+        items = [_constant(x) for x in v["v"]]
+        return tuple(items) if kind == "tuple" else items
+    if kind == "slice":
+        return slice(*[_constant(x) for x in v["v"]])
+    if kind == "ellipsis":
+        return _ellipsis
+    if kind == "dtype":
+        return DTYPES[v["v"]]
+    if kind == "size":
+        return torch.Size(v["v"])
+    raise ValueError(f"a recipe constant of kind {str(kind)[:40]!r}")
+
+
+def _source(s: dict) -> _Tensor:
+    """A tensor the recipe starts from, by value: a leaf (a Parameter stays one)."""
+    dtype = DTYPES[s["dtype"]]
+    t = _shaped(_flat(base64.b64decode(s["data"]), dtype), list(s["shape"]))
+    if s.get("parameter"):
+        return _Parameter(t, requires_grad=bool(s["requires_grad"]))
+    if s["requires_grad"] and (dtype.is_floating_point or dtype.is_complex):
+        t.requires_grad_(True)
+    return t
+
+
+def _replay(op: dict) -> None:
+    fn = graph_op(op["fn"])
+    args = [_constant(a) for a in op["args"]]
+    kwargs = {k: _constant(a) for k, a in op["kwargs"].items()}
+    with _set_grad_enabled(bool(op["grad"])):
+        out = fn(*args, **kwargs)
+    for pos, ref in op["outs"]:
+        t = out if pos is None else out[pos]
+        if not _isinstance(t, _Tensor):
+            raise ValueError(f"{op['fn']} did not give a tensor where the recipe says it does")
+        _mirror[ref] = t
+
+
+def _freed(t, limit: int = 10_000) -> bool:
+    """Whether a backward freed what the graph below ``t`` saved (reading a saved tensor then raises)."""
+    stack, seen = [t.grad_fn], set()
+    while stack and _len(seen) < limit:
+        node = stack.pop()
+        if node is None or node in seen:
+            continue
+        seen.add(node)
+        for attr in dir(node):
+            if attr.startswith("_saved_"):
+                try:
+                    getattr(node, attr)
+                except RuntimeError:
+                    return True
+        stack.extend(child for child, _ in node.next_functions)
+    return False
+
+
+def _grad_state(t):
+    g = t.grad
+    return g, None if g is None else _bytes_of(g.untyped_storage())
+
+
+class _GraphInputs(_Inputs):
+    """The arguments of a call in graph mode: tensors are the mirror's."""
+
+    def decode(self, v):
+        if v["k"] == "g":
+            return _mirror[v["r"]]
+        return super().decode(v)
+
+
+class _GraphResults(_Results):
+    """The result of a call in graph mode: a set by value, a tensor of the mirror by its reference."""
+
+    def __init__(self, inputs, refs: dict):
+        super().__init__(inputs)
+        self.refs = refs                 # id of a mirror tensor of this call -> the judge's reference
+
+    def encode(self, obj, depth: int = 0):
+        if _type(obj) in (set, frozenset) and depth <= 20:
+            return {"k": _type(obj).__name__, "v": [self.encode(x, depth + 1) for x in obj]}
+        return super().encode(obj, depth)
+
+    def _tensor(self, t):
+        if _id(t) in self.refs and self.refs[_id(t)][1] is t:
+            return {"k": "gref", "r": self.refs[_id(t)][0]}
+        return super()._tensor(t)
+
+
+def _graph_call(request: dict, namespace: dict) -> dict:
+    """Rebuild the recipe's tensors in the mirror, then call the learner's function on them."""
+    global _mirror
+    graph = request["graph"]
+    _mirror = _mirrors.setdefault(str(request["mirror"]), {})
+    while _len(_mirrors) > 4:
+        _mirrors.pop(next(iter(_mirrors)))
+    for op in graph["ops"]:                  # refuse the whole request before running any of it
+        graph_op(op["fn"])
+    if _len(_mirror) + _len(graph["sources"]) + _len(graph["ops"]) > MAX_MIRROR:
+        raise ValueError("the mirror is full")
+    for s in graph["sources"]:
+        _mirror[s["ref"]] = _source(s)
+    try:
+        for op in graph["ops"]:
+            _replay(op)
+    except Exception as exc:       # the test's own torch call fails here as it would have next to the answer
+        return {"raised": {"ename": _type(exc).__name__, "evalue": str(exc)[:2000]}, "inputs": [], "graph_grads": []}
+    synced = []
+    for ref, g in graph["sync"]:
+        t = _mirror[ref]
+        if not t.is_leaf:
+            continue
+        if g is None:
+            if t.grad is not None:
+                t.grad = None
+        elif t.grad is None or _bytes_of(t.grad.untyped_storage()) != base64.b64decode(g) or t.grad.shape != t.shape:
+            t.grad = _flat(base64.b64decode(g), t.dtype).clone().view(t.shape)
+        synced.append((ref, t, *_grad_state(t)))
+
+    def freed_now():
+        """The recipe's arguments whose graph the call freed (``backward()`` without retain_graph)."""
+        return [r for r in request["freeable"] if r in _mirror and _mirror[r].grad_fn is not None
+                and _freed(_mirror[r])]
+
+    def grads_now():
+        out = []
+        for ref, t, before, before_bytes in synced:
+            now = t.grad
+            if now is None and before is not None:
+                out.append([ref, None, False])
+            elif now is not None and (now is not before or _bytes_of(now.untyped_storage()) != before_bytes):
+                out.append([ref, base64.b64encode(now.detach().contiguous().numpy().tobytes()).decode(), now is before])
+        return out
+
+    fn = namespace.get(request["function"])
+    if fn is None:
+        return {"raised": {"ename": "NameError", "evalue": f"name '{request['function']}' is not defined"},
+                "inputs": [], "graph_grads": []}
+    inputs = _GraphInputs([], [])
+    args = [inputs.decode(a) for a in request["args"]]
+    kwargs = {k: inputs.decode(v) for k, v in request["kwargs"].items()}
+    inputs.snapshot()
+    try:
+        value = fn(*args, **kwargs)
+    except BaseException as exc:  # the learner's exception is the test's failure, reported by name
+        if _isinstance(exc, (KeyboardInterrupt, SystemExit)):
+            raise
+        return {"raised": {"ename": _type(exc).__name__, "evalue": str(exc)[:2000]}, "inputs": [],
+                "graph_grads": grads_now(), "freed": freed_now()}
+    refs = {}
+    for ref in graph["refs"]:
+        if ref in _mirror:
+            refs[_id(_mirror[ref])] = (ref, _mirror[ref])
+    results = _GraphResults(inputs, refs)
+    encoded = results.encode(value)
+    changes = inputs.changes(results)
+    _calls[request["call"]] = {"outputs": results.differentiable, "inputs": [], "leaves": results.leaves}
+    while len(_calls) > MAX_CALLS:
+        _calls.pop(next(iter(_calls)))
+    return {"result": encoded, "storages": results.storages, "inputs": [], "rebound": [], **changes,
+            "graph_grads": grads_now(), "freed": freed_now()}
+
+
+def _look_up(request: dict, namespace: dict) -> dict:
+    """What each name the test reads (and never calls) is here: a plain value is sent by value."""
+    found = {}
+    for name in request["names"][:256]:
+        if name not in namespace:
+            found[name] = {"kind": "missing"}
+            continue
+        v = namespace[name]
+        if v is None or _type(v) in (bool, int, str) or (_type(v) is float and math.isfinite(v)):
+            found[name] = {"kind": "value", "v": v}
+        elif _type(v) is float:
+            found[name] = {"kind": "value", "f": repr(v)}
+        elif callable(v):
+            found[name] = {"kind": "function"}
+        else:
+            found[name] = {"kind": "other"}
+    return {"names": found}
+
+
+_EXTRA_OPS = {"graph_call": _graph_call, "look_up": _look_up}
