@@ -156,21 +156,25 @@ class LimitedClient(NotebookClient):
         """One request to the kernel's agent: an execute_request whose answer is a user expression."""
         from .judge import AGENT
 
-        code = f"{AGENT}.serve({json.dumps(request)!r}, globals())"
+        # The request travels in the user expression, not in the code: the kernel runs cell code
+        # through IPython's input transformers and ipykernel's pure-Python hash of the code (for
+        # its file name), seconds for the megabytes a storage can take; an expression is only
+        # evaluated.  Its value, the agent's answer, comes back in the execute reply.
+        expression = f"{AGENT}.serve({json.dumps(request)!r}, globals()) or {AGENT}.last_reply"
+        code = ""
         restore, self.restore_pending = self.restore_pending, None
         if restore is not None:
-            # the restore cell's code, first: its report is taken out of what this request printed
-            # and becomes that cell's output, as if it had run on its own (a failing restore stays
-            # silent, which _finish flags, and the request still runs)
-            code = f"try:\n    {guard.RESTORE_SOURCE}\nexcept BaseException:\n    pass\n{code}"
-        # silent: the kernel does not echo the request back on IOPub (one message in five, and as big
-        # as the request) or count it as a cell; what the learner's function prints still comes, and
-        # the reply still holds the user expression
+            # the restore cell's code runs first: its report is taken out of what this request
+            # printed and becomes that cell's output, as if it had run on its own (a failing
+            # restore stays silent, which _finish flags, and the request still runs)
+            code = f"try:\n    {guard.RESTORE_SOURCE}\nexcept BaseException:\n    pass\n"
+        # silent: the kernel does not echo the code back on IOPub (one message in five) or count it
+        # as a cell; what the learner's function prints still comes
         msg_id = self.kc.execute(code, silent=True, store_history=False, allow_stdin=False,
-                                 user_expressions={"reply": f"{AGENT}.last_reply"})
+                                 user_expressions={"reply": expression})
         printed: list[str] = []
         try:
-            answer = await self._rpc_answer(msg_id, code, printed, deadline)
+            answer = await self._rpc_answer(msg_id, expression, printed, deadline)
         finally:
             if restore is not None:
                 self._restored(restore, printed)

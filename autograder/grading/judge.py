@@ -63,9 +63,11 @@ optimizer of ``OPTIMIZERS`` goes as its class name, its ``param_groups`` and ``d
 and dicts by identity) and its state per parameter; a result holding its state tensors holds the
 judge's own, and the state entries, groups and defaults the call replaced are replaced here.
 
-Transport: the kernel's own messaging.  Each call is an ``execute_request`` whose code calls the
-agent, whose answer comes back as a user expression in the ``execute_reply``; what the learner's
-code prints on the way is collected from IOPub and counted against the notebook's output budget.
+Transport: the kernel's own messaging.  Each call is a silent ``execute_request`` whose user
+expression calls the agent and evaluates to its answer, which comes back in the ``execute_reply``
+(an expression, not cell code: the kernel hashes and transforms cell code in pure Python, seconds
+for a request that carries megabytes); what the learner's code prints on the way is collected
+from IOPub and counted against the notebook's output budget.
 The requests and answers themselves count against a budget of their own
 (``jobs.JUDGE_DATA_LIMIT``): storages and files of a megabyte or two are values, not output.
 """
