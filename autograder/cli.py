@@ -508,7 +508,7 @@ def build_parser() -> argparse.ArgumentParser:
                        help="grade only this student, changed or not (repeatable)")
         p.add_argument("--force", action="store_true", default=None,
                        help="grade every submission again, changed or not (c.GradeOptions.force)")
-        p.add_argument("--jobs", type=int, help="submissions graded at once (c.GradeOptions.jobs; 0: number of cores)")
+        p.add_argument("--jobs", type=int, help="submissions graded at once (c.GradeOptions.jobs; 0: one more than the cores)")
         p.add_argument("--scheduler", metavar="ADDRESS",
                        help="run the jobs on a Dask cluster, e.g. tcp://127.0.0.1:8786 (c.GradeOptions.scheduler)")
         p.add_argument("--require-sandbox", action="store_true", default=None,

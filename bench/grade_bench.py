@@ -7,7 +7,7 @@ turn) are graded in one run, each way in its own scratch course:
 - the baseline: plain ``nbgrader autograde "*"`` with nbgrader's stock ``Execute`` (one fresh
   kernel per notebook, one after another), as one command;
 - ``copy-that grade --all`` as an instructor types it: one command, sandboxed fork-server slots,
-  ``--jobs`` at once;
+  as many at once as its default (one more than the cores), or ``--jobs``;
 - the cells alone: the same notebooks run by ``tests/inprocess.py`` (torch loaded once, one
   forked IPython shell per notebook, no kernel, no gradebook): a floor for any grader.
 
@@ -36,6 +36,7 @@ from harness import ROOT, scratch_course, submission, submit
 
 from autograder.course.build import run_nbgrader
 from autograder.course.layout import assignments
+from autograder.grading.config import default_jobs
 
 
 def correct_submissions(assignment: str, n: int) -> dict:
@@ -85,7 +86,7 @@ def one_size(per: int, names: list[str], jobs: int, course_config: bool, tmp: Pa
     if course_config:
         figures["course"] = timed(lambda: must(run_nbgrader("autograde", "*", cwd=roots["course"]),
                                                "nbgrader autograde (course config)"))
-    grade = [sys.executable, "-m", "autograder", "grade", "--all", "--jobs", str(jobs)]
+    grade = [sys.executable, "-m", "autograder", "grade", "--all"] + (["--jobs", str(jobs)] if jobs else [])
     figures["ours"] = timed(lambda: must(subprocess.run(grade, cwd=roots["ours"], capture_output=True, text=True),
                                          "copy-that grade"))
     cells = tmp / f"cells-{per}"
@@ -110,13 +111,15 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--per", type=int, nargs="+", default=[4, 16], help="submissions per assignment")
     parser.add_argument("--assignment", action="append", help="only this assignment (repeatable; default all)")
-    parser.add_argument("--jobs", type=int, default=os.cpu_count())
+    parser.add_argument("--jobs", type=int, default=0, help="grade's --jobs (default: grade's own default)")
     parser.add_argument("--course-config", action="store_true",
                         help="also time plain nbgrader with the course configuration")
     args = parser.parse_args()
     names = args.assignment or assignments(ROOT)
     ok = True
-    print(f"{len(names)} assignments, {os.cpu_count()} cores, grade --jobs {args.jobs}; correct submissions")
+    jobs = args.jobs or default_jobs()
+    print(f"{len(names)} assignments, {os.cpu_count()} cores, grade --jobs {jobs}"
+          f"{'' if args.jobs else ' (its default)'}; correct submissions")
     print(f"{'per assignment':>14} {'notebooks':>9} {'plain / grade':>14} {'grade / cells alone':>20} "
           + (f"{'plain / course config':>22} " if args.course_config else "") + "scores")
     with tempfile.TemporaryDirectory(prefix="copy-that-bench-") as tmp:

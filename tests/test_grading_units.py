@@ -1267,3 +1267,14 @@ def test_settling_memory_leaves_later_garbage_to_the_collector():
     del a, b
     gc.collect()
     assert ref() is None
+
+
+def test_grade_runs_one_job_more_than_the_cores_unless_told(monkeypatch, tmp_path):
+    """The default number of submissions graded at once: the cores plus one (a kernel and the
+    grader wait on each other in turn); the configuration or --jobs still decide when given."""
+    from autograder.grading import config
+
+    monkeypatch.setattr(os, "cpu_count", lambda: 4)
+    assert config.default_jobs() == 5
+    monkeypatch.setattr(os, "cpu_count", lambda: None)
+    assert config.default_jobs() == 2

@@ -187,7 +187,7 @@ class LimitedClient(NotebookClient):
         printed[:] = [line for line in lines if not line.startswith(guard.MARK)]
         self.code_cells_executed += 1
         cell.execution_count = self.code_cells_executed
-        cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text=report)] if report else []
+        cell.outputs = [nbformat.from_dict({"output_type": "stream", "name": "stdout", "text": report})] if report else []
 
     async def _rpc_answer(self, msg_id: str, code: str, printed: list[str], deadline: float):
         """The agent's answer to one request, read from the kernel's messages; ``printed`` collects

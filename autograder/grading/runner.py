@@ -391,7 +391,7 @@ class Grader:
         self.coursedir.root = str(self.root)
         self.db_url = self.coursedir.db_url
         self.limits = limits or configuration.limits(self.config)
-        self.jobs = jobs or self.options.jobs or os.cpu_count() or 1
+        self.jobs = jobs or self.options.jobs or configuration.default_jobs()
         self.scheduler = scheduler if scheduler is not None else (self.options.scheduler or None)
         self.pool = pool
         self.log = log
