@@ -78,6 +78,7 @@ import base64
 import builtins
 import collections
 import contextlib
+import functools
 import io
 import itertools
 import math
@@ -1128,7 +1129,13 @@ OPTIMIZERS = {c.__name__: c for c in (torch.optim.SGD, torch.optim.Adam, torch.o
 MAX_FILES = 64                 # files of a test's folder, each way
 MAX_FILE_BYTES = 8 << 20       # their bytes, all together
 MAX_FILE_SIZE = 1 << 40        # the size a file may claim when its bytes stay in the kernel
-_OPTIMIZER_INTERNALS = frozenset(vars(torch.optim.SGD([torch.zeros(1, requires_grad=True)])))
+
+
+@functools.cache
+def _optimizer_internals() -> frozenset:
+    """The attributes every optimizer has.  Found on first use: making an optimizer loads
+    torch._dynamo (a second and some 70 MB), which only a test that sends one should pay for."""
+    return frozenset(vars(torch.optim.SGD([torch.zeros(1, requires_grad=True)])))
 
 
 class _Memory:
@@ -1405,9 +1412,9 @@ def _optimizer_arg(request: "_Request", opt, depth: int) -> dict:
     for o, given in enumerate(optimizers):
         if given is opt:
             return {"k": "oref", "o": o}
-    if any(getattr(opt, k, None) for k in _OPTIMIZER_INTERNALS if "hooks" in k):
+    if any(getattr(opt, k, None) for k in _optimizer_internals() if "hooks" in k):
         raise JudgeError("the judge cannot send an optimizer with hooks")
-    extra = set(vars(opt)) - _OPTIMIZER_INTERNALS
+    extra = set(vars(opt)) - _optimizer_internals()
     if extra:
         raise JudgeError(f"the judge cannot send an optimizer with the attribute {sorted(extra)[0]!r}")
     if type(opt.param_groups) is not list or type(opt.defaults) is not dict:
