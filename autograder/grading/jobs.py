@@ -189,9 +189,9 @@ class LimitedClient(NotebookClient):
         cell.execution_count = self.code_cells_executed
         cell.outputs = [nbformat.from_dict({"output_type": "stream", "name": "stdout", "text": report})] if report else []
 
-    async def _rpc_answer(self, msg_id: str, code: str, printed: list[str], deadline: float):
-        """The agent's answer to one request, read from the kernel's messages; ``printed`` collects
-        what the request printed on the way."""
+    async def _rpc_answer(self, msg_id: str, sent: str, printed: list[str], deadline: float):
+        """The agent's answer to one request (``sent``: the expression that carried it), read from
+        the kernel's messages; ``printed`` collects what the request printed on the way."""
         import ast
 
         from .judge import MAX_REPLY, JudgeError, _compile_lock
@@ -232,7 +232,7 @@ class LimitedClient(NotebookClient):
             raise JudgeError("the kernel's agent gave no answer (was it replaced?)")
         # values by the megabyte both ways (a6b sends a 1.6 MB storage, and gets back the file a wrong
         # answer wrote from it) count against a budget of their own, not against the output's
-        self.judge_data += len(text) + len(code)
+        self.judge_data += len(text) + len(sent)
         if self.judge_data > JUDGE_DATA_LIMIT:
             self.flooded = True
             self.on_flood()
