@@ -7,6 +7,12 @@ the i-th and the (i+3)-th of this list, then one more each time it runs short; s
 are paired to finish together, the browser tests (long, mostly waiting on JupyterLab) with a
 short heavy file, and the smaller files fill in around them.  The corpus file comes early: it
 makes the fast-path run that the plain-nbgrader and agreement files read (``corpus.fast_path``).
+
+The browser tests wait on a real JupyterLab with wall-clock limits, while the other workers keep
+every core busy (grading starts kernels of its own).  So a worker lowers its priority (``nice``)
+when it starts a file other than the browser tests', and the processes it starts inherit that:
+the lab runs its notebooks at full priority beside the rest.  Alone, the start notebook and a
+lecture run in 20 s; beside the rest of the suite at equal priority one took over 150 s in CI.
 """
 from __future__ import annotations
 
@@ -28,6 +34,19 @@ START_ORDER = ["test_browser.py", "test_corpus.py", "test_tamper.py",
 def pytest_collection_modifyitems(items):
     rank = {name: i for i, name in enumerate(START_ORDER)}
     items.sort(key=lambda item: rank.get(item.path.name, len(rank)))
+
+
+# how much a worker that runs other files yields to the browser tests' lab
+YIELD_TO_BROWSER = 10
+_yielded = False
+
+
+@pytest.fixture(scope="module", autouse=True)
+def yield_to_the_browser_tests(request):
+    global _yielded
+    if not _yielded and os.environ.get("PYTEST_XDIST_WORKER") and request.path.name != "test_browser.py":
+        os.nice(YIELD_TO_BROWSER)
+        _yielded = True
 
 
 @pytest.fixture(scope="session", autouse=True)
