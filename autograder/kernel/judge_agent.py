@@ -736,29 +736,46 @@ def _short_repr(obj) -> str:
 
 # -- the requests -----------------------------------------------------------------------------
 
-def _call(request: dict, namespace: dict) -> dict:
-    fn = namespace.get(request["function"])
-    if fn is None:
-        return {"raised": {"ename": "NameError", "evalue": f"name '{request['function']}' is not defined"}}
-    inputs = _Inputs(request["storages"], request["tensors"])
+def _not_defined(request: dict) -> dict:
+    """The NameError the test cell would raise for a function the learner did not define."""
+    return {"ename": "NameError", "evalue": f"name '{request['function']}' is not defined"}
+
+
+def _invoke(fn, request: dict, inputs) -> tuple:
+    """Call the learner's function on the request's arguments, decoded into ``inputs``: (value,
+    None), or (None, what it raised): the learner's exception is the test's failure, reported by
+    name."""
     args = [inputs.decode(a) for a in request["args"]]
     kwargs = {k: inputs.decode(v) for k, v in request["kwargs"].items()}
     inputs.snapshot()
     try:
-        value = fn(*args, **kwargs)
-    except BaseException as exc:  # the learner's exception is the test's failure, reported by name
+        return fn(*args, **kwargs), None
+    except BaseException as exc:
         if _isinstance(exc, (KeyboardInterrupt, SystemExit)):
             raise
-        return {"raised": {"ename": _type(exc).__name__, "evalue": str(exc)[:2000]}, "inputs": inputs.after(),
-                **_after_extra(inputs, None)}
+        return None, {"ename": _type(exc).__name__, "evalue": str(exc)[:2000]}
+
+
+def _remember(call, outputs: list, inputs: list, leaves: list) -> None:
+    """Keep a call's graph for the judge's backward passes, the newest MAX_CALLS calls."""
+    _calls[call] = {"outputs": outputs, "inputs": inputs, "leaves": leaves}
+    while len(_calls) > MAX_CALLS:
+        _calls.pop(next(iter(_calls)))
+
+
+def _call(request: dict, namespace: dict) -> dict:
+    fn = namespace.get(request["function"])
+    if fn is None:
+        return {"raised": _not_defined(request)}
+    inputs = _Inputs(request["storages"], request["tensors"])
+    value, raised = _invoke(fn, request, inputs)
+    if raised is not None:
+        return {"raised": raised, "inputs": inputs.after(), **_after_extra(inputs, None)}
     results = _Results(inputs)
     encoded = results.encode(value)
     changes = inputs.changes(results)
     changes.update(_after_extra(inputs, results))   # since 6b: arrays' memory, folders, optimizers
-    call = request["call"]
-    _calls[call] = {"outputs": results.differentiable, "inputs": inputs.tensors, "leaves": results.leaves}
-    while len(_calls) > MAX_CALLS:
-        _calls.pop(next(iter(_calls)))
+    _remember(request["call"], results.differentiable, inputs.tensors, results.leaves)
     return {"result": encoded, "storages": results.storages, "inputs": inputs.after(), "rebound": inputs.rebound(),
             **changes}
 
@@ -993,19 +1010,11 @@ def _graph_call(request: dict, namespace: dict) -> dict:
 
     fn = namespace.get(request["function"])
     if fn is None:
-        return {"raised": {"ename": "NameError", "evalue": f"name '{request['function']}' is not defined"},
-                "inputs": [], "graph_grads": []}
+        return {"raised": _not_defined(request), "inputs": [], "graph_grads": []}
     inputs = _GraphInputs([], [])
-    args = [inputs.decode(a) for a in request["args"]]
-    kwargs = {k: inputs.decode(v) for k, v in request["kwargs"].items()}
-    inputs.snapshot()
-    try:
-        value = fn(*args, **kwargs)
-    except BaseException as exc:  # the learner's exception is the test's failure, reported by name
-        if _isinstance(exc, (KeyboardInterrupt, SystemExit)):
-            raise
-        return {"raised": {"ename": _type(exc).__name__, "evalue": str(exc)[:2000]}, "inputs": [],
-                "graph_grads": grads_now(), "freed": freed_now()}
+    value, raised = _invoke(fn, request, inputs)
+    if raised is not None:
+        return {"raised": raised, "inputs": [], "graph_grads": grads_now(), "freed": freed_now()}
     refs = {}
     for ref in graph["refs"]:
         if ref in _mirror:
@@ -1013,9 +1022,7 @@ def _graph_call(request: dict, namespace: dict) -> dict:
     results = _GraphResults(inputs, refs)
     encoded = results.encode(value)
     changes = inputs.changes(results)
-    _calls[request["call"]] = {"outputs": results.differentiable, "inputs": [], "leaves": results.leaves}
-    while len(_calls) > MAX_CALLS:
-        _calls.pop(next(iter(_calls)))
+    _remember(request["call"], results.differentiable, [], results.leaves)
     return {"result": encoded, "storages": results.storages, "inputs": [], "rebound": [], **changes,
             "graph_grads": grads_now(), "freed": freed_now()}
 
