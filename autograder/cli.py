@@ -519,7 +519,7 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--notebook-timeout", type=int,
                        help="wall-clock seconds per notebook (c.SandboxedExecute.notebook_timeout)")
         p.add_argument("--cpu-seconds", type=int, help="CPU seconds per notebook (c.SandboxedExecute.cpu_seconds)")
-        p.add_argument("--processes", type=int, help="processes and threads per submission (c.GradeOptions.processes)")
+        p.add_argument("--processes", type=int, help="processes and threads per submission (c.SandboxedExecute.processes)")
         p.add_argument("--max-output", help="output a notebook may print, e.g. 2M (c.SandboxedExecute.output_bytes)")
         p.add_argument("--db", metavar="URL", help="the gradebook (c.CourseDirectory.db_url)")
         p.set_defaults(func=cmd_grade)

@@ -294,6 +294,47 @@ def test_grade_reads_its_options_as_nbgrader_does_and_flags_override_them(tmp_pa
     assert cfg.Execute.timeout == 5 and GradeOptions(config=cfg).jobs == 2
 
 
+def test_every_limit_is_an_option_plain_nbgrader_reads_too(tmp_path, monkeypatch):
+    """Processes and the largest file are SandboxedExecute's options like the other limits, so plain
+    ``nbgrader autograde`` runs with them; ``c.GradeOptions.processes``, the older spelling, still
+    counts where the new one is not set, and ``--processes`` wins over both."""
+    from nbgrader.apps.autogradeapp import AutogradeApp
+
+    from autograder.cli import _grading_config, build_parser
+    from autograder.grading.config import limits, load_config
+    from autograder.grading.execute import SandboxedExecute
+    from autograder.grading.sandbox import Limits
+
+    course = tmp_path / "course"
+    (course / "solutions").mkdir(parents=True)
+    shutil.copy2(ROOT / "nbgrader_config.py", course / "nbgrader_config.py")
+    jupyter = tmp_path / "jupyter"
+    jupyter.mkdir()
+    monkeypatch.setenv("JUPYTER_CONFIG_DIR", str(jupyter))
+    monkeypatch.chdir(course)
+    user = jupyter / "nbgrader_config.py"
+
+    user.write_text("c = get_config()\nc.GradeOptions.processes = 9\n")
+    assert limits(load_config(course)).processes == 9, "the older spelling is still read"
+
+    user.write_text("c = get_config()\nc.GradeOptions.processes = 9\nc.SandboxedExecute.processes = 17\n"
+                    "c.SandboxedExecute.file_bytes = 12345\n")
+    got = limits(load_config(course))
+    assert (got.processes, got.file_bytes) == (17, 12345)
+    app = AutogradeApp()
+    app.initialize([])
+    plain = SandboxedExecute(config=app.config).limits()
+    assert (plain.processes, plain.file_bytes) == (17, 12345), "plain nbgrader autograde runs with them too"
+    assert plain.kernel_limits()["processes"] == 17 and plain.kernel_limits()["file_bytes"] == 12345
+
+    _, cfg = _grading_config(build_parser().parse_args(["grade", "a1_views", "--processes", "5"]))
+    assert limits(cfg).processes == 5, "the flag wins over both spellings"
+
+    user.write_text("c = get_config()\n")
+    got = limits(load_config(course))
+    assert (got.processes, got.file_bytes) == (Limits.processes, Limits.file_bytes)
+
+
 def test_the_report_escapes_everything_a_student_controls():
     from autograder.grading.report import CellRow, Report, StudentRow, render_html
 

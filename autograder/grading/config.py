@@ -15,8 +15,9 @@ Where the options live:
 - the per-cell time limit: nbgrader's ``Execute.timeout`` (the course sets it once, in its
   ``nbgrader_config.py``); the other limits and the sandbox policy: ``SandboxedExecute``'s
   options, which plain ``nbgrader autograde`` reads too;
-- what only ``grade`` has (parallel jobs, Dask, processes, reports): :class:`GradeOptions`,
-  ``c.GradeOptions.<name>``.
+- what only ``grade`` has (parallel jobs, Dask, reports): :class:`GradeOptions`,
+  ``c.GradeOptions.<name>``.  (``c.GradeOptions.processes`` is the older spelling of
+  ``c.SandboxedExecute.processes``, still read where the newer one is not set.)
 """
 from __future__ import annotations
 
@@ -36,7 +37,9 @@ class GradeOptions(Configurable):
     jobs = Integer(0, help="Submissions graded at once (0: one more than the number of cores).").tag(config=True)
     scheduler = Unicode("", help="A Dask scheduler to run the jobs on, e.g. tcp://127.0.0.1:8786 "
                                  "('': local sandboxed slots).").tag(config=True)
-    processes = Integer(64, help="Processes and threads per submission.").tag(config=True)
+    processes = Integer(None, allow_none=True,
+                        help="The older spelling of SandboxedExecute.processes, read where that is "
+                             "not set.").tag(config=True)
     force = Bool(False, help="Grade every submission again, changed or not (default: only new or "
                              "changed submissions).").tag(config=True)
     report_directory = Unicode("reports", help="Where each run's report goes, relative to the course "
@@ -50,7 +53,7 @@ class GradeOptions(Configurable):
 ALIASES = {
     "jobs": "GradeOptions.jobs",
     "scheduler": "GradeOptions.scheduler",
-    "processes": "GradeOptions.processes",
+    "processes": "SandboxedExecute.processes",
     "force": "GradeOptions.force",
     "require_sandbox": "SandboxedExecute.require_sandbox",
     "memory": "SandboxedExecute.memory_bytes",
@@ -122,14 +125,16 @@ def command_line(values: dict) -> Config:
 
 
 def limits(cfg: Config):
-    """The per-submission limits: nbgrader's ``Execute.timeout`` and ``SandboxedExecute``'s options
-    (the ones plain ``nbgrader autograde`` runs with), and ``GradeOptions.processes``."""
+    """The per-submission limits: nbgrader's ``Execute.timeout`` and ``SandboxedExecute``'s options,
+    the ones plain ``nbgrader autograde`` runs with (``GradeOptions.processes`` where
+    ``SandboxedExecute.processes`` is not set)."""
     from .execute import SandboxedExecute
-    from .sandbox import Limits
 
     executor = SandboxedExecute(config=cfg)
     base = executor.limits()
-    base.processes = GradeOptions(config=cfg).processes
+    older = GradeOptions(config=cfg).processes
+    if older is not None and "processes" not in cfg.get("SandboxedExecute", {}):
+        base.processes = older
     if executor.timeout is None or executor.timeout <= 0:
         base.cell_timeout = base.notebook_timeout   # "no per-cell limit": the notebook's limit holds
     return base

@@ -102,11 +102,13 @@ class SandboxedExecute(Execute):
     cpu_seconds = Integer(Limits.cpu_seconds, help="CPU time of the whole notebook.").tag(config=True)
     notebook_timeout = Integer(Limits.notebook_timeout, help="Wall clock of the whole notebook, in seconds.").tag(config=True)
     output_bytes = Integer(Limits.output_bytes, help="All the output a notebook may send, in bytes.").tag(config=True)
+    processes = Integer(Limits.processes, help="Processes and threads of one submission (0: no limit).").tag(config=True)
+    file_bytes = Integer(Limits.file_bytes, help="The largest file the kernel may write, in bytes.").tag(config=True)
 
     def limits(self) -> Limits:
         return Limits(memory_bytes=self.memory_bytes, cpu_seconds=self.cpu_seconds,
                       cell_timeout=self.timeout or Limits.cell_timeout, notebook_timeout=self.notebook_timeout,
-                      output_bytes=self.output_bytes)
+                      output_bytes=self.output_bytes, processes=self.processes, file_bytes=self.file_bytes)
 
     def preprocess(self, nb, resources, km=None):
         from .gradebook import share_engines
