@@ -137,6 +137,23 @@ def test_grade_command_prints_counts_and_exits_zero_for_a_broken_notebook(tmp_pa
 
 
 @SANDBOX
+def test_grading_works_from_an_environment_reached_through_a_link(tmp_path):
+    """A ``.venv`` that is a link to an environment elsewhere: the sandbox shows the environment
+    where the link leads, and makes the link too (before, the fork server could not be started:
+    "setpriv: failed to execute .../bin/python: No such file or directory")."""
+    root = scratch_course(tmp_path / "c", "a1_views")
+    submit(root, "a1_views", "alice", submission("a1_views"))
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "elsewhere" / "env").symlink_to(Path(sys.prefix).resolve())
+    (tmp_path / "env").symlink_to(tmp_path / "elsewhere" / "env")     # a link to a link
+    python = tmp_path / "env" / "bin" / Path(sys.executable).name
+    out = subprocess.run([str(python), "-m", "autograder", "grade", "a1_views", "--jobs", "1"], cwd=root,
+                         capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert sum(v for v in scores_of(root, "a1_views", "alice").values() if v >= 0) == 13.0, out.stdout
+
+
+@SANDBOX
 def test_a_run_that_fails_or_is_interrupted_keeps_every_earlier_result(course, monkeypatch):
     import autograder.grading.runner as runner
 

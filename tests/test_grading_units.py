@@ -670,6 +670,24 @@ class TestSandboxArgv:
         assert any(Path(sys.prefix).resolve() == p or p in Path(sys.prefix).resolve().parents for p in visible)
         assert not any(package.parent == p for p in visible), "the checkout holding the package stays hidden"
 
+    def test_links_on_the_way_to_the_interpreter_are_made_in_the_sandbox(self, layout, tmp_path, monkeypatch):
+        real = Path(sys.prefix).resolve()
+        (tmp_path / "a").mkdir()
+        (tmp_path / "a" / "env").symlink_to(real)
+        (tmp_path / "venv").symlink_to("a/env")            # relative, and a link to a link
+        monkeypatch.setattr(sys, "prefix", str(tmp_path / "venv"))
+        monkeypatch.setattr(sys, "executable", str(tmp_path / "venv" / "bin" / "python"))
+        links = sandbox.host_links()
+        assert links == [("a/env", tmp_path / "venv"), (str(real), tmp_path / "a" / "env")]
+        argv = sandbox.sandbox_argv(layout.slot, None)
+        assert {(t, Path(at)) for t, at in pairs_of(argv, "--symlink")} >= set(links)
+        assert str(tmp_path) not in {src for src, _ in pairs_of(argv, "--ro-bind")}, "links only, no folder shown"
+
+    def test_no_link_is_made_for_an_interpreter_reached_directly(self, monkeypatch):
+        monkeypatch.setattr(sys, "prefix", str(Path(sys.prefix).resolve()))
+        monkeypatch.setattr(sys, "executable", str(Path(sys.prefix) / "bin" / Path(sys.executable).name))
+        assert sandbox.host_links() == []   # bin/python links to the base interpreter, which is shown
+
     def test_tmp_is_a_sized_tmpfs(self, layout):
         argv = sandbox.sandbox_argv(layout.slot, None)
         at = index_of(argv, "--tmpfs", "/tmp")

@@ -130,6 +130,34 @@ def visible_paths() -> list[Path]:
     return out
 
 
+def host_links() -> list[tuple[str, Path]]:
+    """The symbolic links on the way to the interpreter as this process was started (a ``.venv``
+    that links to an environment elsewhere, say): (what each link says, where it is), outermost
+    first.  The sandbox shows only the places they lead to (``visible_paths``), so it makes the
+    same links, or ``sys.executable`` would not be found there.  A link inside a folder the
+    sandbox already shows is shown with it and is not listed."""
+    shown = [Path(p) for p in SYSTEM_PATHS] + visible_paths()
+    links: list[tuple[str, Path]] = []
+    pending = [Path(os.path.abspath(sys.executable)), Path(os.path.abspath(sys.prefix))]
+    for _ in range(64):                       # a chain of links, each followed once
+        if not pending:
+            break
+        path = pending.pop()
+        walked = Path("/")
+        for i, part in enumerate(path.parts[1:], start=1):
+            walked = walked / part
+            if any(walked == p or p in walked.parents for p in shown):
+                break                         # the sandbox shows this folder, links and all
+            if walked.is_symlink():
+                target = os.readlink(walked)
+                if all(at != walked for _, at in links):
+                    links.append((target, walked))
+                rest = path.parts[i + 1:]
+                pending.append(Path(os.path.normpath(walked.parent / target)).joinpath(*rest))
+                break
+    return links
+
+
 def sandbox_argv(slot_dir: Path, uid: int | None) -> list[str]:
     """The bubblewrap command line for one slot's fork server: an allow-list of mounts."""
     argv = [bwrap_path() or "bwrap", "--die-with-parent", "--new-session",
@@ -159,6 +187,9 @@ def sandbox_argv(slot_dir: Path, uid: int | None) -> list[str]:
     for keep in visible_paths():
         argv += parents_of(keep) + ["--ro-bind", str(keep), str(keep)]
         made.add(keep)
+    for target, link in host_links():
+        argv += parents_of(link) + ["--symlink", target, str(link)]
+        made.add(link)
     argv += parents_of(slot_dir) + ["--bind", str(slot_dir), str(slot_dir), "--chdir", "/", "--clearenv"]
     env = {
         "PATH": f"{Path(sys.executable).parent}:/usr/local/bin:/usr/bin:/bin",
