@@ -197,6 +197,8 @@ def test_ok_prints_a_tick_line(capsys):
 
 def test_a_warning_printing_answer_really_warns():
     """The corpus uses `t.storage()` as a right answer that prints a warning: it must warn."""
+    # torch warns about TypedStorage once per process: forget an earlier test's warning
+    torch.storage._reset_warn_typed_storage_removal()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         torch.ones(1).storage()

@@ -1271,11 +1271,19 @@ def test_settling_memory_leaves_later_garbage_to_the_collector():
 
     from autograder.grading import jobs
 
-    jobs.settle_memory()
-    frozen = gc.get_freeze_count()
-    assert frozen > 0
-    jobs.settle_memory()
-    assert gc.get_freeze_count() == frozen
+    import _imp
+
+    # threads that earlier tests left (a Dask client's, say) may import a module at any moment;
+    # the import lock keeps them out between the two calls
+    _imp.acquire_lock()
+    try:
+        jobs.settle_memory()
+        frozen = gc.get_freeze_count()
+        assert frozen > 0
+        jobs.settle_memory()
+        assert gc.get_freeze_count() == frozen
+    finally:
+        _imp.release_lock()
 
     class Node:
         pass
