@@ -33,6 +33,15 @@ def test_make_lab_serves_the_course_root_and_opens_the_start_notebook(tmp_path):
             token = m.group(1) if m else None
             assert proc.poll() is None, Path(log.name).read_text()
         assert token, "JupyterLab did not start: " + Path(log.name).read_text()[-2000:]
+        # jupyter_server prints its URL before it listens (it binds in a callback of its event
+        # loop): wait until it answers
+        while True:
+            try:
+                urllib.request.urlopen(f"http://127.0.0.1:{port}/api/status?token={token}", timeout=5).close()
+                break
+            except urllib.error.URLError:
+                assert proc.poll() is None and time.monotonic() < deadline, Path(log.name).read_text()[-2000:]
+                time.sleep(0.5)
 
         class NoRedirect(urllib.request.HTTPRedirectHandler):
             def redirect_request(self, *args, **kwargs):
