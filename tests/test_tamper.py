@@ -148,6 +148,22 @@ def test_nothing_escapes_the_sandbox(corpus):
 
 
 @SANDBOX
+@pytest.mark.parametrize("name", ["output-flood", "poisoned-server"])
+def test_a_kernel_that_dies_under_a_judged_test_ends_the_notebook_there(name, corpus):
+    """Killed for its output while the judge waited (output-flood), or gone with its fork server
+    (poisoned-server): the notebook stops at that test, as when nbclient finds the kernel dead,
+    instead of each later judged test waiting out its time limit on a dead kernel (23 s and 46 s
+    of a slot's time before)."""
+    results, _ = corpus
+    errors = [(c.metadata.get("nbgrader", {}).get("grade_id"), o.get("ename"))
+              for c in results[name].autograded.cells if c.cell_type == "code"
+              for o in c.outputs if o.get("output_type") == "error"]
+    assert not [e for e in errors if e[1] in ("TimeoutError", "CellTimeout", "CellTimeoutError")], errors
+    first_not_run = next(i for i, e in enumerate(errors) if e[1] == "NotRun")
+    assert first_not_run > 0 and all(e[1] == "NotRun" for e in errors[first_not_run:]), errors
+
+
+@SANDBOX
 def test_gradebook_and_autograded_notebooks_work_for_nbgrader(corpus):
     """After `grade`, nbgrader's own feedback and export read what it wrote."""
     _, ctx = corpus

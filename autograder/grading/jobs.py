@@ -95,6 +95,7 @@ class LimitedClient(NotebookClient):
         self.judge = None
         self.judge_flags: list[str] = []
         self.restore_pending = None  # a restore cell waiting for the next request to the kernel
+        self.kernel_died = False     # found dead while the judge waited for an answer
 
     async def async_start_new_kernel_client(self):
         kc = await super().async_start_new_kernel_client()
@@ -145,6 +146,8 @@ class LimitedClient(NotebookClient):
         self.code_cells_executed += 1
         cell.execution_count = self.code_cells_executed
         cell.outputs = [nbformat.from_dict(o) for o in outputs]
+        if self.kernel_died:       # the notebook ends here, as when nbclient finds the kernel dead
+            raise DeadKernelError("the kernel died while the judge waited for its answer")
         for o in outputs:
             if o.get("ename") == "JudgeError":
                 text = f"the judge got no usable answer from the kernel: {o.get('evalue', '')}"
@@ -196,18 +199,14 @@ class LimitedClient(NotebookClient):
 
         from .judge import MAX_REPLY, JudgeError, _compile_lock
 
-        loop = asyncio.get_running_loop()
         try:
             while True:
-                remaining = deadline - loop.time()
-                if remaining <= 0:
-                    raise asyncio.TimeoutError
-                msg = await self.kc.get_iopub_msg(timeout=remaining)
+                msg = await self._next_msg(self.kc.get_iopub_msg, deadline)
                 if msg.get("parent_header", {}).get("msg_id") != msg_id:
                     continue
                 self.output_total += len(json.dumps(msg.get("content", {}), default=str))
                 if self.output_total > self.output_limit:
-                    self.flooded = True
+                    self.flooded = self.kernel_died = True   # on_flood kills the kernel
                     self.on_flood()
                     raise JudgeError("the output passed its limit")
                 kind, content = msg["header"]["msg_type"], msg.get("content", {})
@@ -216,10 +215,7 @@ class LimitedClient(NotebookClient):
                 elif kind == "status" and content.get("execution_state") == "idle":
                     break
             while True:
-                remaining = deadline - loop.time()
-                if remaining <= 0:
-                    raise asyncio.TimeoutError
-                reply = await self.kc.get_shell_msg(timeout=remaining)
+                reply = await self._next_msg(self.kc.get_shell_msg, deadline)
                 if reply.get("parent_header", {}).get("msg_id") == msg_id:
                     break
         except (asyncio.TimeoutError, TimeoutError, queue.Empty):
@@ -234,7 +230,7 @@ class LimitedClient(NotebookClient):
         # answer wrote from it) count against a budget of their own, not against the output's
         self.judge_data += len(text) + len(sent)
         if self.judge_data > JUDGE_DATA_LIMIT:
-            self.flooded = True
+            self.flooded = self.kernel_died = True
             self.on_flood()
             raise JudgeError("the output passed its limit")
         try:
@@ -245,6 +241,22 @@ class LimitedClient(NotebookClient):
             return json.loads(answer)
         except (ValueError, SyntaxError, RecursionError, MemoryError):
             raise JudgeError("the kernel's agent answered something that is not JSON") from None
+
+    async def _next_msg(self, get, deadline: float) -> dict:
+        """The next message from one of the kernel's channels, by ``deadline``; a kernel that died
+        on the way (killed for its output or memory, or ended by the learner's code) ends the
+        notebook within a second, as nbclient's own wait does, instead of at the deadline."""
+        loop = asyncio.get_running_loop()
+        while True:
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                raise asyncio.TimeoutError
+            try:
+                return await get(timeout=min(remaining, 1.0))
+            except queue.Empty:
+                if not await self.km.is_alive():
+                    self.kernel_died = True
+                    raise DeadKernelError("the kernel died while the judge waited for its answer") from None
 
     async def _until_idle(self, msg_id: str, grace: float) -> None:
         loop = asyncio.get_running_loop()
