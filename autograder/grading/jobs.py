@@ -218,7 +218,7 @@ class LimitedClient(NotebookClient):
                 reply = await self._next_msg(self.kc.get_shell_msg, deadline)
                 if reply.get("parent_header", {}).get("msg_id") == msg_id:
                     break
-        except (asyncio.TimeoutError, TimeoutError, queue.Empty):
+        except (asyncio.TimeoutError, TimeoutError):   # the deadline passed (_next_msg)
             await self._async_interrupt_kernel()
             await self._until_idle(msg_id, grace=10)   # the interrupt must end this request, not the next
             raise TimeoutError("the learner's function ran past the test's time limit") from None
