@@ -63,7 +63,7 @@ MISCONCEPTIONS: tuple[Misconception, ...] = (
     M("M-id-is-memory", "`id()` or `is` tells whether two tensors share memory.", L01,
       "`id()` names the object, not the memory"),
     M("M-id-of-temporary", "the `id()` of a temporary (`a.data`, `a.view(-1)`) identifies its memory.", L10,
-      "M6. A new `id()` means new memory"),
+      "M6. Myth: a new `id()` means new memory"),
     M("M-data-ptr-is-storage", "`t.data_ptr()` is the address of `t`'s storage.", L01,
       "`data_ptr()` is where a tensor starts, not its storage"),
     M("M-tensor-is-a-number", "a one-element tensor is a plain Python number or bool.", L03,
@@ -72,7 +72,7 @@ MISCONCEPTIONS: tuple[Misconception, ...] = (
     M("M-clone-leaves-graph", "`clone()` gives a copy outside the autograd graph.", L02,
       "1. New memory, same values, same graph"),
     M("M-fresh-leaf-connects", "a new tensor made from `t`'s values (`torch.tensor(t)`, `requires_grad_()`) "
-      "still sends gradients to `t`.", L10, "M26. `torch.tensor(t)` is a clean detach-and-clone"),
+      "still sends gradients to `t`.", L10, "M26. Myth: `torch.tensor(t)` is a clean detach-and-clone"),
     M("M-clone-copies-base", "cloning a view copies the view's whole base storage.", L02,
       "3. Clones of views copy only what the view shows"),
     M("M-clone-contiguous", "`clone()` always returns a row-major (contiguous) copy.", L02,
@@ -110,7 +110,7 @@ MISCONCEPTIONS: tuple[Misconception, ...] = (
     M("M-copy-keeps-source-dtype", "`copy_` keeps the source's dtype, or rounds floats to the nearest integer.",
       L05, "3. dtypes: the destination's dtype wins"),
     M("M-parameters-are-the-state", "`parameters()` is a model's whole state (its buffers forgotten).", L10,
-      "M14. An EMA over `named_parameters()` averages the whole model"),
+      "M14. Myth: an EMA over `named_parameters()` averages the whole model"),
     # deepcopy, state_dict, modules
     M("M-shallow-copy-copies", "`copy.copy` of a tensor, a dict or a model gives new memory.", L06,
       "1. `copy.copy`: a new object on the old memory"),
