@@ -87,9 +87,10 @@ MISCONCEPTIONS: tuple[Misconception, ...] = (
       "2. One memory, one version counter"),
     M("M-data-is-tracked", "`.data` is just `detach()`: autograd notices and records writes through it.", L03,
       "3. `.data`: the same edit, no alarm"),
-    M("M-numpy-copies", "`.numpy()` (after `detach()`) returns a copy.", L03, "5. To NumPy: `.numpy()` shares memory"),
+    M("M-numpy-copies", "`.numpy()` (after `detach()`) returns a copy.", L03,
+      "5. To NumPy: `.numpy()` wraps the same memory"),
     M("M-tolist-keeps-dtype", "a round trip through Python numbers (`tolist()`, `torch.Tensor(...)`) keeps the dtype.",
-      L03, "5. To NumPy: `.numpy()` shares memory"),
+      L03, "5. To NumPy: `.numpy()` wraps the same memory"),
     M("M-detach-input-cuts", "detaching the input (the noise) keeps gradients out of the generator.", L03,
       "6. Cutting the gradient on purpose: the GAN discriminator step"),
     # grad modes
