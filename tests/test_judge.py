@@ -1,6 +1,6 @@
 """The judge: hidden tests run in the grader's process, the learner's functions in the kernel.
 
-These tests put the kernel's agent (``autograder.kernel.judge_agent``) behind an in-process
+These tests put the kernel's agent (``autograder.judge.agent``) behind an in-process
 ``rpc`` that speaks JSON, as the real transport does, with a namespace of its own standing for
 the kernel's: what crosses is only what the messages carry.  The end-to-end runs (a real kernel
 in a sandbox) are in the tamper corpus and the agreement tests.
@@ -12,8 +12,9 @@ import json
 import pytest
 import torch
 
-from autograder.grading.judge import Judge, JudgeError, is_judged
-from autograder.kernel import judge_agent
+from autograder.judge import Judge, JudgeError
+from autograder.grading.judged import is_judged
+from autograder.judge import agent as judge_agent
 from harness import SANDBOX
 
 
@@ -224,9 +225,9 @@ ck.check_equal(ck.storage_ptr(a) == ptr, True, "a keeps its storage")
 
 def test_the_agent_is_loaded_under_the_name_the_judge_calls():
     from autograder.grading.jobs import INSTALL_SOURCE
-    from autograder.grading.judge import AGENT
+    from autograder.judge import AGENT
 
-    assert f"import autograder.kernel.judge_agent as {AGENT}" in INSTALL_SOURCE
+    assert f"import autograder.judge.agent as {AGENT}" in INSTALL_SOURCE
 
 
 # -- whole assignments: every answer of the corpus, judged and in the kernel, cell for cell -----------
@@ -670,9 +671,9 @@ def test_a_graph_made_by_a_call_outside_the_allow_list_is_refused_never_passed()
 def test_the_agent_refuses_a_recipe_call_outside_the_allow_list(name):
     """A request naming anything else is refused whole, before any of it runs: the judge gets an error."""
     namespace = {"f": lambda t: True}
-    request = {"op": "graph_call", "call": 1, "mirror": "t", "function": "f", "args": [{"k": "g", "r": 1}],
+    request = {"op": "call", "call": 1, "function": "f", "args": [{"k": "g", "r": 1}],
                "kwargs": {}, "storages": [], "tensors": [],
-               "graph": {"sources": [{"ref": 0, "dtype": "float32", "shape": [1], "data": "AACAPw==",
+               "graph": {"mirror": "t", "freeable": [], "sources": [{"ref": 0, "dtype": "float32", "shape": [1], "data": "AACAPw==",
                                       "requires_grad": True, "parameter": False}],
                          "ops": [{"fn": name, "args": [{"k": "g", "r": 0}], "kwargs": {}, "grad": True,
                                   "outs": [[None, 1]]}], "sync": [], "refs": [0, 1]}}
@@ -680,7 +681,7 @@ def test_the_agent_refuses_a_recipe_call_outside_the_allow_list(name):
     assert "agent_error" in json.loads(judge_agent.last_reply)
 
     def forging(req):      # a request rewritten on its way: the judge's test fails, never passes
-        if req.get("op") == "graph_call" and req["graph"]["ops"]:
+        if req.get("graph") and req["graph"]["ops"]:
             req["graph"]["ops"][0]["fn"] = name
         judge_agent.serve(json.dumps(req), namespace)
         return json.loads(judge_agent.last_reply), ""

@@ -152,6 +152,6 @@ def test_the_grader_loads_torch_only_to_judge():
     230 MB): only the judge, loaded for judged tests, brings it in."""
     code = ("import sys\nimport autograder.cli, autograder.grading.runner, autograder.grading.execute, "
             "autograder.grading.jobs, autograder.grading.judged, autograder.grading.report\n"
-            "print('torch' in sys.modules)\nimport autograder.grading.judge\nprint('torch' in sys.modules)")
+            "print('torch' in sys.modules)\nimport autograder.judge.judge\nprint('torch' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.stdout.split() == ["False", "True"], out.stdout + out.stderr

@@ -1,6 +1,6 @@
 """Small models that test cells use, in a module that the kernel and the judge both import.
 
-A test judged outside the kernel (``autograder.grading.judge``) sends a model to the learner's
+A test judged outside the kernel (``autograder.judge``) sends a model to the learner's
 function by value: its class by name, from a fixed list, and its state.  A model class defined in
 a notebook cell exists in one process only, so the course's test models live here, where both
 sides find the same code.  Standard library and torch only.
