@@ -934,9 +934,9 @@ else:
     {"k": "rmref", "r": 3},
     {"k": "tref", "r": 0},
     {"k": "list", "v": [{"k": "t", "dtype": "float32", "shape": [1], "stride": [1], "offset": 0, "new_storage": 0,
-                         "ref": 0},
+                         "n": 0},
                         {"k": "t", "dtype": "float32", "shape": [1], "stride": [1], "offset": 0, "new_storage": 0,
-                         "ref": 0}]},
+                         "n": 0}]},
     {"k": "t", "dtype": "float32", "shape": [1], "stride": [1], "offset": 0, "new_storage": 0, "leaf": True,
      "grad": {"k": "t", "dtype": "float64", "shape": [1], "stride": [1], "offset": 0, "new_storage": 1}},
 ])
