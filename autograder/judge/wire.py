@@ -81,6 +81,7 @@ REQUEST = {
     "kwargs": "the keyword arguments, name -> value",
     "storages": "the tensors' storages: bytes, dtype, and whether a leaf there requires grad (kinds/tensor.py)",
     "tensors": "the tensors, each a view of one storage (kinds/tensor.py)",
+    "fixtures": "the names of a course's fixtures modules, which the agent imports (kinds/module.py)",
     "graph": "the recipe: sources by value, recorded torch calls, .grad to sync (kinds/graph.py)",
     "grads": "vjp: the gradient of each output of the call, or null",
     "inputs": "vjp: for each input of the call, whether its gradient is wanted",

@@ -51,10 +51,10 @@ def printed_by(outputs: list[dict]) -> str:
     return "".join(o.get("text", "") for o in outputs if o["output_type"] == "stream")
 
 
-def run(learner: str, test: str, fixtures=None):
+def run(learner: str, test: str, fixtures=None, threaded: bool = False):
     """The test cell judged against the learner's source: (errors, printed, requests sent)."""
     seen: list[str] = []
-    outputs = Judge(kernel(learner, seen), fixtures).run_cell(test)
+    outputs = Judge(kernel(learner, seen, threaded), fixtures).run_cell(test)
     return errors_of(outputs), printed_by(outputs), seen
 
 
@@ -63,8 +63,8 @@ def passes(learner: str, test: str, fixtures=None) -> None:
     assert not errors, errors[0]["evalue"]
 
 
-def fails(learner: str, test: str, message: str, fixtures=None) -> None:
-    errors, _, _ = run(learner, test, fixtures)
+def fails(learner: str, test: str, message: str, fixtures=None, threaded: bool = False) -> None:
+    errors, _, _ = run(learner, test, fixtures, threaded)
     assert errors and message in errors[0]["evalue"], errors or "the test passed"
 
 

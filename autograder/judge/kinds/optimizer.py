@@ -48,7 +48,7 @@ class _Sent:
         self.optimizers: list = []
         self.keys: list[set] = []          # per optimizer: the keys of its groups
         self.settings: list[dict] = []     # per optimizer: key -> the values and forms it had (groups, defaults)
-        self.checked: dict[int, list] = {}   # per changed optimizer: its state as checked, for settle
+        self.checked: dict[int, list] = {}   # per optimizer whose state the call replaced: it, as checked
 
 
 class Optimizers(Kind):
@@ -127,10 +127,14 @@ class Optimizers(Kind):
         return values
 
     def check(self, call, reply):
+        """Every optimizer sent, as the call leaves it (its sections here, its lists' and dicts' changes
+        in containers), in the form the judge gave it."""
         sent, containers = call.state(self), call.kind("containers")
-        for i, item in enumerate(self._changed(reply)):
-            o = index(item.get("o"), len(sent.optimizers))
-            opt = sent.optimizers[o]
+        items = {}
+        for item in self._changed(reply):
+            items[index(item.get("o"), len(sent.optimizers))] = item
+        for o, opt in enumerate(sent.optimizers):
+            item = items.get(o, {})
             groups = call.late(item["param_groups"]) if "param_groups" in item else opt.param_groups
             groups = containers.after(call, groups)
             if type(groups) is not list or not groups:
@@ -139,10 +143,10 @@ class Optimizers(Kind):
             defaults = containers.after(call, call.late(item["defaults"]) if "defaults" in item else opt.defaults)
             if "state" in item:
                 state = [(call.late(p), call.late(d)) for p, d in self._state_entries(item)]
+                sent.checked[o] = state
             else:
                 state = list(opt.state.items())
             self._in_form(call, o, groups, defaults, [(p, containers.after(call, d)) for p, d in state])
-            sent.checked[i] = state
 
     def _in_form(self, call, o: int, groups: list, defaults, state: list) -> None:
         """The optimizer after the call, as torch would have made it from what the judge sent."""
@@ -179,7 +183,7 @@ class Optimizers(Kind):
 
     def settle(self, call, reply):
         sent = call.state(self)
-        for i, item in enumerate(self._changed(reply)):
+        for item in self._changed(reply):
             opt = sent.optimizers[item["o"]]
             if "param_groups" in item:
                 opt.param_groups = call.late(item["param_groups"])
@@ -187,7 +191,7 @@ class Optimizers(Kind):
                 opt.defaults = call.late(item["defaults"])
             if "state" in item:
                 opt.state.clear()
-                opt.state.update(sent.checked[i])
+                opt.state.update(sent.checked[item["o"]])
 
     @staticmethod
     def _changed(reply: dict) -> list:
