@@ -80,16 +80,17 @@ class Judge:
     def _bind_learners_names(self, tree: ast.AST) -> None:
         """Names the cell uses and does not define stand for the learner's: functions called there,
         and names it only reads, fetched by value (lookup.py)."""
+        nodes = list(ast.walk(tree))
         defined = set(self.namespace) | set(dir(builtins))
-        for node in ast.walk(tree):
+        for node in nodes:
             if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
                 defined.add(node.name)
             elif isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
                 defined.add(node.id)
-        for node in ast.walk(tree):
+        for node in nodes:
             if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id not in defined:
                 self.namespace[node.id] = RemoteFunction(self, node.id)
-        names = names_read(tree, self.namespace, lambda v: isinstance(v, RemoteFunction), self.looked_up)
+        names = names_read(nodes, self.namespace, lambda v: isinstance(v, RemoteFunction), self.looked_up)
         look_up_names(self.session, names, self.namespace, self.looked_up, lambda name: RemoteFunction(self, name))
 
     @contextlib.contextmanager

@@ -78,14 +78,19 @@ def _undata(v: Any, depth: int, budget: list) -> Any:
     raise JudgeError("the kernel's value is not data")
 
 
-def names_read(tree: ast.AST, namespace: dict, is_remote: Callable[[Any], bool], looked_up: set) -> list[str]:
-    """The names a cell reads but never calls or assigns, that stand for the learner's (or were looked up)."""
-    called = {node.func.id for node in ast.walk(tree) if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)}
-    stored = {node.id for node in ast.walk(tree)
-              if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del))}
-    return sorted({node.id for node in ast.walk(tree)
-                   if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load)
-                   and (is_remote(namespace.get(node.id)) or node.id in looked_up)} - called - stored)
+def names_read(nodes: list[ast.AST], namespace: dict, is_remote: Callable[[Any], bool], looked_up: set) -> list[str]:
+    """The names a cell (``nodes``: its syntax tree, walked) reads but never calls or assigns, that
+    stand for the learner's (or were looked up before)."""
+    called, stored, read = set(), set(), set()
+    for node in nodes:
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+            called.add(node.func.id)
+        elif isinstance(node, ast.Name):
+            if isinstance(node.ctx, (ast.Store, ast.Del)):
+                stored.add(node.id)
+            elif is_remote(namespace.get(node.id)) or node.id in looked_up:
+                read.add(node.id)
+    return sorted(read - called - stored)
 
 
 def look_up_names(session, names: list[str], namespace: dict, looked_up: set, remote: Callable[[str], Any]) -> None:
