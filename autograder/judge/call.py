@@ -52,10 +52,12 @@ class Call:
         return n
 
     def sent_number(self, obj) -> int | None:
+        """The number ``obj`` was sent under, or None."""
         n = self._numbers.get(id(obj))
         return n if n is not None and self.sent[n] is obj else None
 
     def is_sent(self, obj) -> bool:
+        """Whether ``obj`` is one of the objects the judge sent in this call."""
         return self.sent_number(obj) is not None
 
     def sent_object(self, n: Any, types: tuple) -> Any:

@@ -16,7 +16,7 @@ _b64encode, _b64decode = base64.b64encode, base64.b64decode
 _empty, _frombuffer = torch.empty, torch.frombuffer
 _set = torch.Tensor.set_
 _contiguous, _detach, _numpy = torch.Tensor.contiguous, torch.Tensor.detach, torch.Tensor.numpy
-_bytearray, _bytes, _len = bytearray, bytes, len
+_bytearray = bytearray
 
 MAX_INDEX = 1 << 48        # sizes, strides and offsets the kernel may name
 
@@ -24,6 +24,7 @@ MAX_INDEX = 1 << 48        # sizes, strides and offsets the kernel may name
 # -- both ends --------------------------------------------------------------------------------
 
 def dtype_name(dtype: torch.dtype) -> str:
+    """A dtype's name on the wire (``float32``)."""
     return str(dtype).removeprefix("torch.")
 
 
@@ -45,6 +46,7 @@ def b64(t: torch.Tensor) -> str:
 
 
 def b64_bytes(data: bytes) -> str:
+    """Bytes as base64."""
     return _b64encode(data).decode()
 
 
@@ -58,6 +60,7 @@ def flat(data: bytes, dtype: torch.dtype) -> torch.Tensor:
 
 
 def unb64_trusted(text: str) -> bytes:
+    """Bytes of a request (the agent's end: the judge's requests are trusted)."""
     return _b64decode(text)
 
 
@@ -110,6 +113,7 @@ def ints(v: Any, negative: bool = False) -> list[int]:
 
 
 def count(shape: list[int]) -> int:
+    """The number of elements of ``shape``."""
     n = 1
     for d in shape:
         n *= d
@@ -138,9 +142,11 @@ class Budget:
         self.used = 0
 
     def crossing(self, nbytes: int) -> None:
+        """Count bytes that crossed for the call."""
         self.crossed += nbytes
 
     def charge(self, nbytes: int, what: str) -> None:
+        """Count bytes the judge is about to make; past the budget, refuse."""
         self.used += nbytes
         if self.used > self.floor + self.factor * self.crossed:
             raise JudgeError(f"the kernel's {what} is bigger than the judge makes for an answer of "

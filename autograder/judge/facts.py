@@ -57,6 +57,7 @@ class Checks(types.ModuleType):
         return self._facts.get(t) if isinstance(t, torch.Tensor) else None
 
     def version(self, t):
+        """``checks.version``, in the kernel's numbers for a tensor of an answer."""
         f = self._of(t)
         return checks.version(t) if f is None else f.version + (t._version - f.here)
 
@@ -76,14 +77,17 @@ class Checks(types.ModuleType):
         return check(stand_in, before, what, hint)
 
     def check_version_unchanged(self, t, before, what="the input", hint=None):
+        """``checks.check_version_unchanged``, in the kernel's numbers."""
         __tracebackhide__ = True
         return self._with_kernel_version(checks.check_version_unchanged, t, before, what, hint)
 
     def check_version_bumped(self, t, before, what="the tensor", hint=None):
+        """``checks.check_version_bumped``, in the kernel's numbers."""
         __tracebackhide__ = True
         return self._with_kernel_version(checks.check_version_bumped, t, before, what, hint)
 
     def check_grad_fn(self, t, expected, what="the result", hint=None):
+        """``checks.check_grad_fn``, on the kernel's ``grad_fn`` name."""
         __tracebackhide__ = True
         f = self._of(t)
         if f is None:
@@ -95,6 +99,7 @@ class Checks(types.ModuleType):
             checks._fail(f"{what}.grad_fn is {f.grad_fn}", f"{expected}", hint)
 
     def check_leaf(self, t, expected, what="the result", hint=None):
+        """``checks.check_leaf``, on the kernel's answer."""
         __tracebackhide__ = True
         f = self._of(t)
         if f is None:

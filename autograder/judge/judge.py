@@ -39,10 +39,12 @@ class Judge:
 
     @property
     def rpc(self):
+        """The transport to the kernel's agent."""
         return self.session.rpc
 
     @rpc.setter
     def rpc(self, rpc) -> None:
+        """Replace the transport (between cells)."""
         self.session.rpc = rpc
 
     # -- one cell ---------------------------------------------------------------------------

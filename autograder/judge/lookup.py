@@ -8,14 +8,13 @@ reading it raises NameError as it would there.  Both ends: ``look_up_names`` in 
 from __future__ import annotations
 
 import ast
-import math
 from typing import Any, Callable
 
 from .allow import MAX_DATA_DEPTH, MAX_DATA_ITEMS, MAX_LOOK_UP
 from .kinds.plain import PLAIN, plain, unplain
 from .wire import JudgeError
 
-_type, _len, _callable, _isfinite, _str = type, len, callable, math.isfinite, str
+_type, _callable = type, callable
 
 
 # -- the agent's end --------------------------------------------------------------------------

@@ -50,6 +50,7 @@ def make_namespace(session) -> dict:
     fixtures = dict(session.fixtures)
 
     def judged_import(name, globals=None, locals=None, fromlist=(), level=0):
+        """``__import__`` for judged cells: the fixtures given, and the torch and tempfile of judged tests."""
         if level == 0 and name.partition(".")[0] in fixtures:
             # a course's fixtures: the judge's own module object, never sys.modules
             if name not in fixtures:
@@ -98,6 +99,7 @@ _install_lock = threading.Lock()
 
 @contextlib.contextmanager
 def printing_to(out: io.StringIO):
+    """What this thread prints goes to ``out`` meanwhile."""
     with _install_lock:
         if not isinstance(sys.stdout, _PerThreadStdout):
             sys.stdout = _PerThreadStdout(sys.stdout)

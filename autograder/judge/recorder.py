@@ -106,6 +106,7 @@ class Recorder(torch.overrides.TorchFunctionMode):
         return storage.data_ptr() if storage.nbytes() else ("empty", self.ref(t))
 
     def ref(self, t: torch.Tensor, source: bool = True) -> int:
+        """The tensor's reference in the recipes (a source's value is copied when first seen)."""
         r = self.ref_of.get(id(t))
         if r is not None and self.objects[r] is t:
             return r

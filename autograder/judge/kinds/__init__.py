@@ -5,6 +5,12 @@ folder of the test's), then ``plain``; a tensor to ``graph`` (in a graph cell), 
 Kinds whose ``any_type`` is set are offered every value their types do not claim, ``handle`` last.
 The same order runs their phases on both ends (see base.py), so that the values the agent answers in
 its sections are rebuilt by the judge in the order they were written.
+
+To add a kind: a module here with a subclass of ``base.Kind`` (its ``codes`` and sections added to
+``wire.CODES``, ``wire.REQUEST``, ``wire.REPLY``; what it allows, to ``allow.py``), one line below,
+and ``tests/judge/test_kind_<name>.py``: the value there and back, what a call does to it, and a
+forged answer for each check the judge's end makes (``tests/judge/test_wire.py`` holds the table and
+the registry equal).  kinds/record.py is an example of the smallest.
 """
 from __future__ import annotations
 

@@ -68,6 +68,7 @@ class _Received:
 
 
 class Arrays(Kind):
+    """NumPy arrays, both ends."""
     name = "array"
     codes = ("array",)
     any_type = True

@@ -11,7 +11,7 @@ import collections
 from ..wire import MAX_ITEMS, JudgeError
 from .base import Kind
 
-_type, _id, _len, _list, _dict = type, id, len, list, dict
+_type, _id, _list, _dict = type, id, list, dict
 _OrderedDict = collections.OrderedDict
 
 
@@ -43,6 +43,7 @@ def _holding(obj) -> list:
 
 
 class Containers(Kind):
+    """Tuples, lists and dicts; the OrderedDicts, sets and frozensets of answers."""
     name = "containers"
     codes = ("tuple", "list", "dict", "odict", "set", "frozenset")
     types = (tuple, list, dict, _OrderedDict, set, frozenset)

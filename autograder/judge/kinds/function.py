@@ -17,6 +17,7 @@ def _name_of(f) -> str | None:
 
 
 class Functions(Kind):
+    """Functions of torch.nn.functional, by name."""
     name = "function"
     codes = ("fn",)
     types = (types.FunctionType, types.BuiltinFunctionType)

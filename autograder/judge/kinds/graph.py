@@ -51,6 +51,7 @@ class _Received:
 
 
 class Graphs(Kind):
+    """Tensors of a graph cell, as recipes the agent replays."""
     name = "graph"
     codes = ("g",)
     types = (torch.Tensor, torch.nn.Parameter)

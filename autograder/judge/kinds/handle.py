@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from .base import Kind
 
-_type, _repr, _len, _isinstance, _str = type, repr, len, isinstance, str
+_type, _repr, _isinstance, _str = type, repr, isinstance, str
 
 
 def stand_in(type_name: str, text: str):
@@ -26,6 +26,7 @@ def _short_repr(obj) -> str:
 
 
 class Handles(Kind):
+    """What no other kind takes: kept in the kernel, a stand-in in the judge."""
     name = "handle"
     codes = ("handle",)
     any_type = True

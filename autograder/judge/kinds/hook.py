@@ -11,15 +11,18 @@ _type, _get = type, HOOKS.get
 
 
 class Hooks(Kind):
+    """The fixtures' forward pre-hook objects."""
     name = "hook"
     codes = ("hook",)
     types = tuple(HOOKS.values())
 
     @staticmethod
     def allowed(h) -> bool:
+        """Whether ``h`` is a hook object of the fixtures' classes."""
         return _get(_type(h).__name__) is _type(h)
 
     def checked(self, h):
+        """A hook of the answer, refused unless it is the fixtures'."""
         if not self.allowed(h):
             raise JudgeError("the kernel's module hook is not one of the fixtures'")
         return h

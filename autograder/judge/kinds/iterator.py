@@ -11,6 +11,7 @@ _iter = iter
 
 
 class Iterators(Kind):
+    """Generators, as one-pass iterators."""
     name = "iterator"
     codes = ("iter",)
     types = (types.GeneratorType,)

@@ -19,7 +19,7 @@ from ..wire import JudgeError
 from .base import Kind
 
 _Module, _Parameter = torch.nn.Module, torch.nn.Parameter
-_module_init, _new = torch.nn.Module.__init__, object.__new__
+_module_init = torch.nn.Module.__init__
 _type, _id, _len, _isinstance, _bool = type, id, len, isinstance, bool
 _SLOTS = ("attrs", "params", "buffers", "children")
 
@@ -55,6 +55,7 @@ def _slots(m) -> tuple:
 
 
 class Modules(Kind):
+    """Modules of allowed classes, by value both ways."""
     name = "module"
     codes = ("module",)
     any_type = True

@@ -52,6 +52,7 @@ class _Sent:
 
 
 class Optimizers(Kind):
+    """Optimizers of the allow-list, by value, checked in form when they come back."""
     name = "optimizer"
     codes = ("optim",)
     types = tuple(OPTIMIZERS.values())

@@ -23,11 +23,13 @@ _type, _len, _sorted, _open = type, len, sorted, open
 
 
 def plain_name(name) -> bool:
+    """A file name of one plain component."""
     return (_type(name) is str and 0 < _len(name) <= 255 and name not in (".", "..") and "/" not in name
             and "\\" not in name and "\x00" not in name)
 
 
 class Paths(Kind):
+    """Paths in a folder of the test's, as folders of the kernel's."""
     name = "path"
     codes = ("path",)
     types = (str,)

@@ -32,6 +32,7 @@ def unplain(v: dict) -> Any:
 
 
 class Plain(Kind):
+    """None, bools, ints, floats and strs."""
     name = "plain"
     codes = ("v", "f")
     types = PLAIN

@@ -15,6 +15,7 @@ def _named(cls, courses) -> tuple[str, str] | None:
 
 
 class Records(Kind):
+    """Named tuples of torch and of a course's fixtures."""
     name = "record"
     codes = ("record",)
     any_type = True

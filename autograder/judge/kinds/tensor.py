@@ -16,6 +16,7 @@ import weakref
 import torch
 
 from ..allow import DTYPES
+from ..autograd import connect
 from ..data import (b64, b64_bytes, bytes_of, count, dtype_name, fits, flat, index, ints, raw, shaped, unb64,
                     unb64_trusted)
 from ..facts import Facts
@@ -24,7 +25,7 @@ from .base import Kind
 from .handle import unsendable
 
 _Tensor, _Parameter = torch.Tensor, torch.nn.Parameter
-_type, _id, _len, _bool = type, id, len, bool
+_type, _len, _bool = type, len, bool
 _as_strided, _detach = torch.Tensor.as_strided, torch.Tensor.detach
 _requires_grad_, _clone = torch.Tensor.requires_grad_, torch.Tensor.clone
 _untyped_storage = torch.Tensor.untyped_storage
@@ -68,10 +69,12 @@ class _Received:
 
 
 def sent(call) -> _Sent:
+    """The tensors kind's state on the judge's end of ``call``."""
     return call.state("tensor")
 
 
 class Tensors(Kind):
+    """Tensors by value, both ends."""
     name = "tensor"
     codes = ("t",)
     types = (torch.Tensor, torch.nn.Parameter)
@@ -216,8 +219,6 @@ class Tensors(Kind):
         return t
 
     def finish(self, call, reply, result):
-        from ..autograd import connect
-
         return connect(call, result)
 
     # -- the agent's end --------------------------------------------------------------------

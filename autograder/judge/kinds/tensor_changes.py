@@ -27,6 +27,7 @@ def _list(reply: dict, key: str) -> list:
 
 
 class TensorChanges(Kind):
+    """What a call did to its input tensors."""
     name = "tensor_changes"
     reply_sections = ("inputs", "rebound", "detached", "flags", "leaf_grads", "joined")
 

@@ -12,6 +12,7 @@ _type, _Size, _device, _str = type, torch.Size, torch.device, str
 
 
 class TorchValues(Kind):
+    """dtypes, torch.Size and torch.device."""
     name = "torch_values"
     codes = ("dtype", "size", "device")
     types = (torch.dtype, torch.Size, torch.device)

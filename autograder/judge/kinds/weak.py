@@ -11,6 +11,7 @@ _ref, _type = weakref.ref, type
 
 
 class WeakRefs(Kind):
+    """Weak references to values sent alongside."""
     name = "weak"
     codes = ("wref",)
     types = (weakref.ReferenceType,)
