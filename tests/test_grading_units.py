@@ -418,7 +418,7 @@ class TestAddGuards:
     def test_install_cell_comes_first(self):
         nb = guarded_nb()
         assert nb.cells[0].source == INSTALL_SOURCE
-        assert nb.cells[0].source.startswith(guard.INSTALL_SOURCE) and "judge_agent" in INSTALL_SOURCE
+        assert nb.cells[0].source.startswith(guard.INSTALL_SOURCE) and "autograder.judge.agent" in INSTALL_SOURCE
         assert nb.cells[0].metadata[GUARD_KEY] is True
 
     def test_a_restore_cell_precedes_every_test_cell_and_nothing_else(self):

@@ -2,6 +2,9 @@
 
 - ``kernel/`` (runs inside learners' and graders' kernels) imports only the standard library,
   torch and the drawing libraries, and nothing else of the package;
+- ``judge/`` imports nothing of ``grading/`` (nor ``course/``, ``learner/``); its kinds and the agent,
+  which run inside grading kernels, import only the standard library, torch, the package's fixtures
+  and the judge itself at load (NumPy only inside functions); its modules form no import circle;
 - ``learner/`` (the learner's machine, shipped in the handout) imports nothing of ``course/`` or
   ``grading/``;
 - a grading kernel has nothing of ``autograder.grading`` (nor ``course``) in ``sys.modules``;
@@ -65,6 +68,84 @@ def test_kernel_imports_only_the_standard_library_torch_and_itself(path):
                  if name.split(".")[0] not in stdlib | KERNEL_MAY_IMPORT | {"__future__"}
                  and not name.startswith("autograder.kernel"))
     assert not bad, f"{path.name} (runs inside kernels) imports {bad}"
+
+
+def module_level_imports(path: Path) -> set[str]:
+    """The modules a file imports at load (not inside a function), relative imports resolved."""
+    rel = path.relative_to(PACKAGE.parent).with_suffix("")
+    package = ".".join(rel.parts[:-1])
+    found: set[str] = set()
+    for node in ast.parse(path.read_text(), str(path)).body:
+        if isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            base = ".".join(package.split(".")[: len(package.split(".")) - node.level + 1]) if node.level else ""
+            module = ".".join(p for p in (base, node.module) if p)
+            found |= {f"{module}.{a.name}" if f"{module}.{a.name}".replace(".", "/") + ".py" in _FILES
+                      or f"{module}.{a.name}".replace(".", "/") + "/__init__.py" in _FILES else module
+                      for a in node.names}
+    return found
+
+
+_FILES = {p.relative_to(PACKAGE.parent).as_posix() for p in PACKAGE.rglob("*.py")}
+AGENT_SIDE = ["kinds", "agent.py", "agent_call.py", "allow.py", "data.py", "wire.py", "session.py", "lookup.py",
+              "facts.py", "files.py", "autograd.py", "recorder.py", "__init__.py"]
+
+
+@pytest.mark.parametrize("path", modules("judge"), ids=lambda p: p.relative_to(PACKAGE / "judge").as_posix())
+def test_the_judge_imports_nothing_of_the_grading_side(path):
+    bad = sorted(n for n in imports_of(path) if n.startswith(("autograder.grading", "autograder.course",
+                                                               "autograder.learner", "autograder.cli")))
+    assert not bad, f"{path.name} imports {bad}"
+
+
+@pytest.mark.parametrize("path", [p for p in modules("judge") if p.relative_to(PACKAGE / "judge").parts[0] in AGENT_SIDE],
+                         ids=lambda p: p.relative_to(PACKAGE / "judge").as_posix())
+def test_what_a_grading_kernel_loads_of_the_judge_imports_only_the_standard_library_torch_and_itself(path):
+    stdlib = sys.stdlib_module_names
+    bad = sorted(name for name in module_level_imports(path)
+                 if name.split(".")[0] not in stdlib | {"torch", "__future__"}
+                 and not name.startswith(("autograder.judge", "autograder.kernel.fixtures"))
+                 and name not in ("autograder.kernel", "autograder.kernel.checks"))
+    assert not bad, f"{path.name} (loaded in grading kernels) imports {bad} at load"
+
+
+def test_the_agent_loads_nothing_of_the_package_but_the_judge_and_the_fixtures():
+    code = "import sys, autograder.judge.agent\nprint(sorted(m for m in sys.modules if m.startswith('autograder')))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    loaded = eval(out.stdout)
+    assert loaded and all(m.startswith(("autograder.judge", "autograder.kernel")) or m == "autograder" for m in loaded), loaded
+    # the judge's own end (its cells, calls and namespace) stays out of the kernel
+    assert not {"autograder.judge.judge", "autograder.judge.call", "autograder.judge.namespace"} & set(loaded), loaded
+
+
+def test_the_judges_modules_form_no_import_circle():
+    judge = {".".join(p.relative_to(PACKAGE.parent).with_suffix("").parts).removesuffix(".__init__"): p
+             for p in modules("judge")}
+    edges = {name: {m for m in module_level_imports(path) if m in judge and m != name} for name, path in judge.items()}
+    # a package imports its own submodules in its __init__: not a circle unless a submodule imports it back
+    visiting, done, circles = set(), set(), []
+
+    def visit(name, trail):
+        if name in visiting:
+            circles.append(trail[trail.index(name):] + [name])
+            return
+        if name in done:
+            return
+        visiting.add(name)
+        for nxt in sorted(edges[name]):
+            visit(nxt, trail + [name])
+        visiting.discard(name)
+        done.add(name)
+    for name in sorted(edges):
+        visit(name, [])
+    assert not circles, circles
+
+
+@pytest.mark.parametrize("layer", ["judge", "kernel"])
+def test_no_module_of_the_judge_or_the_kernel_is_over_500_lines(layer):
+    long = {p.name: n for p in modules(layer) if (n := len(p.read_text().splitlines())) > 500}
+    assert not long, long
 
 
 @pytest.mark.parametrize("path", modules("learner"), ids=lambda p: p.name)
@@ -152,6 +233,6 @@ def test_the_grader_loads_torch_only_to_judge():
     230 MB): only the judge, loaded for judged tests, brings it in."""
     code = ("import sys\nimport autograder.cli, autograder.grading.runner, autograder.grading.execute, "
             "autograder.grading.jobs, autograder.grading.judged, autograder.grading.report\n"
-            "print('torch' in sys.modules)\nimport autograder.grading.judge\nprint('torch' in sys.modules)")
+            "print('torch' in sys.modules)\nimport autograder.judge.judge\nprint('torch' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.stdout.split() == ["False", "True"], out.stdout + out.stderr

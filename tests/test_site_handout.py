@@ -294,6 +294,8 @@ def test_handout_holds_course_exercises_and_a_student_readme(made_handout):
     assert (folder / "autograder" / "kernel" / "checks.py").is_file() and (folder / "pyproject.toml").is_file()
     shipped = sorted(p.name for p in (folder / "autograder").iterdir() if p.is_dir() and p.name != "__pycache__")
     assert shipped == ["kernel", "learner"], f"the handout ships the instructor's side too: {shipped}"
+    # nor the judge's agent, whose graph walks would answer a7 (it lives in autograder/judge/)
+    assert not [p for p in (folder / "autograder").rglob("*.py") if "judge" in p.name or "def serve(" in p.read_text()]
     readme = (folder / "README.md").read_text()
     for words in ("pip install -r requirements.txt", "copy-that check", "--watch", "copy-that progress",
                   "copy-that lab", "Hidden tests", "course/00_start_here.ipynb"):

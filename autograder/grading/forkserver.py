@@ -49,7 +49,7 @@ def preload() -> None:
     import autograder.kernel.checks  # noqa: F401
     import autograder.kernel.diagrams  # noqa: F401
     import autograder.kernel.guard  # noqa: F401        (the install cell's imports: fresh in each fork)
-    import autograder.kernel.judge_agent  # noqa: F401
+    import autograder.judge.agent  # noqa: F401
 
     # what IPKernelApp.initialize would import or look up in every kernel (a third of its start)
     import faulthandler  # noqa: F401

@@ -30,7 +30,7 @@ from .sandbox import Limits, Slot, SlotError
 
 GUARD_KEY = "copy_that_guard"
 # the first cell of every graded notebook, before any learner code: the guard, and the judge's agent
-INSTALL_SOURCE = guard.INSTALL_SOURCE + "\nimport autograder.kernel.judge_agent as __copy_that_judge"
+INSTALL_SOURCE = guard.INSTALL_SOURCE + "\nimport autograder.judge.agent as __copy_that_judge"
 # the judge's requests and the agent's answers of one notebook, in bytes (each answer is at most
 # judge.MAX_REPLY; the test decides how many calls there are, the kernel only how big the answers)
 JUDGE_DATA_LIMIT = 256 << 20
@@ -124,7 +124,7 @@ class LimitedClient(NotebookClient):
     # -- hidden tests run by the judge, outside the kernel -----------------------------------------
     async def _judge_cell(self, cell, cell_index: int, source: str):
         """Run a judged hidden test here, calling the learner's functions in the kernel."""
-        from .judge import Judge
+        from ..judge import Judge
 
         settle_memory()
 
@@ -157,7 +157,7 @@ class LimitedClient(NotebookClient):
 
     async def _rpc(self, request: dict, deadline: float):
         """One request to the kernel's agent: an execute_request whose answer is a user expression."""
-        from .judge import AGENT
+        from ..judge import AGENT
 
         # The request travels in the user expression, not in the code: the kernel runs cell code
         # through IPython's input transformers and ipykernel's pure-Python hash of the code (for
@@ -197,7 +197,8 @@ class LimitedClient(NotebookClient):
         the kernel's messages; ``printed`` collects what the request printed on the way."""
         import ast
 
-        from .judge import MAX_REPLY, JudgeError, _compile_lock
+        from ..judge import MAX_REPLY, JudgeError
+        from ..judge.namespace import compile_lock as _compile_lock
 
         try:
             while True:

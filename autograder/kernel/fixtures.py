@@ -1,9 +1,10 @@
 """Small models that test cells use, in a module that the kernel and the judge both import.
 
-A test judged outside the kernel (``autograder.grading.judge``) sends a model to the learner's
-function by value: its class by name, from a fixed list, and its state.  A model class defined in
-a notebook cell exists in one process only, so the course's test models live here, where both
-sides find the same code.  Standard library and torch only.
+A test judged outside the kernel (``autograder.judge``) sends a model to the learner's
+function by value: its class by module and name (every ``nn.Module`` class defined here goes, as
+torch.nn's own do) and its state.  A model class defined in a notebook cell exists in one process
+only, so the course's test models live here, where both sides find the same code.  Standard library
+and torch only.
 """
 from __future__ import annotations
 
@@ -106,7 +107,5 @@ class SnapshotBeforeForward:
         self.trace.append({name: t.detach().clone() for name, t in module.state_dict().items()})
 
 
-# the classes a judged test may send by value, besides torch.nn's own
-MODELS = (Recorder, TinyNet, Block, Tied, MLP, LM)
 # the forward pre-hooks a module sent by value may carry
 HOOKS = (SnapshotBeforeForward,)
