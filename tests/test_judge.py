@@ -737,17 +737,63 @@ def test_a_plain_value_the_test_reads_is_fetched_by_value_and_a_missing_one_is_a
     assert not [o for o in judge.run_cell(GRAPH_ANSWER) if o["output_type"] == "error"]
 
 
+def _nested(depth: int):
+    value = "a"
+    for _ in range(depth):
+        value = {"l": [value]}
+    return value
+
+
 @pytest.mark.parametrize("reply", [
     {"names": {"graph_answer": {"kind": "value", "v": ["B"]}}},
     {"names": {"graph_answer": {"kind": "value", "f": "__import__('os')"}}},
     {"names": {"graph_answer": {"kind": "pickle", "v": "B"}}},
     {"names": "B"},
     {"names": {}},
+    # containers are tagged, hold plain values only, and stay within the agent's bounds
+    {"names": {"graph_answer": {"kind": "value", "v": {"l": [{"x": 1}]}}}},
+    {"names": {"graph_answer": {"kind": "value", "v": {"d": [[{"l": ["q1"]}, "a"]]}}}},
+    {"names": {"graph_answer": {"kind": "value", "v": {"d": [["q1"]]}}}},
+    {"names": {"graph_answer": {"kind": "value", "v": {"s": ["B"]}}}},
+    {"names": {"graph_answer": {"kind": "value", "v": {"l": ["B"], "t": []}}}},
+    {"names": {"graph_answer": {"kind": "value", "v": _nested(judge_agent.LOOK_UP_DEPTH + 1)}}},
+    {"names": {"graph_answer": {"kind": "value", "v": {"l": [0] * judge_agent.LOOK_UP_ITEMS}}}},
+    {"names": {"graph_answer": {"kind": "value", "v": "B" * (judge_agent.LOOK_UP_CHARS + 1)}}},
 ])
 def test_a_forged_answer_about_a_name_is_an_error_never_a_pass(reply):
     outputs = Judge(lambda request: (reply, "")).run_cell(GRAPH_ANSWER)
     errors = [o for o in outputs if o["output_type"] == "error"]
     assert errors and errors[0]["ename"] == "JudgeError", errors
+
+
+PREDICTIONS_SHAPE = """
+ck.check_type(PREDICTIONS, (dict,), "PREDICTIONS")
+ck.check_equal(PREDICTIONS, {"q1": "b", "q2": [1, 2.5, None, True], "q3": {"deep": ("x", float("inf"))}}, "PREDICTIONS")
+ck.check_type(PREDICTIONS["q3"]["deep"], (tuple,), "a tuple")
+"""
+
+
+def test_a_list_tuple_or_dict_of_plain_values_the_test_reads_is_fetched_by_value():
+    passes('PREDICTIONS = {"q1": "b", "q2": [1, 2.5, None, True], "q3": {"deep": ("x", float("inf"))}}\n',
+           "# graded outside your kernel\n" + PREDICTIONS_SHAPE)
+    fails('PREDICTIONS = {"q1": "a", "q2": [1, 2.5, None, True], "q3": {"deep": ("x", float("inf"))}}\n',
+          "# graded outside your kernel\n" + PREDICTIONS_SHAPE, "PREDICTIONS is {")
+
+
+@pytest.mark.parametrize("source", [
+    "v = {'q1': object()}",                                   # not a plain value inside
+    "v = {('q', 1): 'a'}",                                   # a key that is not a plain value
+    "class S(str):\n    pass\nv = {'q1': S('a')}",           # a subclass of str
+    "v = [0] * 10_001",                                       # more values than LOOK_UP_ITEMS
+    "v = 'a'\nfor _ in range(9):\n    v = [v]",               # nested deeper than LOOK_UP_DEPTH
+    "v = ['a' * 100_001]",                                    # a string longer than LOOK_UP_CHARS
+    "v = []\nv.append(v)",                                    # a list that holds itself
+])
+def test_the_agent_sends_by_value_only_plain_values_within_its_bounds(source):
+    namespace: dict = {}
+    exec(source, namespace)
+    reply = judge_agent._look_up({"names": ["v"]}, namespace)
+    assert reply["names"]["v"] == {"kind": "other"}, reply
 
 
 A7_ORACLE = '''

@@ -41,7 +41,8 @@ gets real graphs whose node classes, edges and ``AccumulateGrad.variable`` ident
 judge's; what it does to the mirror stays there (a graph it freed is freed at the next call), and
 the ``.grad`` of the recipe's leaves comes back.  The replay runs on the kernel's torch: a learner
 who patches it only changes what their own function sees, the expected values being computed here.
-A name the test reads but never calls (``graph_answer``) is fetched by value, or stays undefined.
+A name the test reads but never calls (``graph_answer``, ``PREDICTIONS``) is fetched by value (a plain
+value, or a list, tuple or dict of them, bounded), or stays undefined.
 
 So the test's code and its expected values never reach the learner's process: an answer that
 reads its caller finds the agent, not the test.  The kernel's answers are data (JSON, tensors as
@@ -93,7 +94,7 @@ from typing import Any, Callable
 
 import torch
 
-from ..kernel import checks, fixtures
+from ..kernel import checks, fixtures, judge_agent
 from ..kernel.judge_agent import DTYPES
 
 from .judged import MARKER, is_judged, judged_sources  # noqa: F401  (where the runner finds them)
@@ -1969,7 +1970,8 @@ class _GraphCalls:
 
     def _look_up_values(self, tree: ast.AST, namespace: dict) -> None:
         """Names the test reads but never calls, that the judge does not define (``graph_answer``):
-        what they hold in the kernel, fetched by value when it is a plain value; a name the kernel
+        what they hold in the kernel, fetched by value when it is a plain value or a bounded list, tuple
+        or dict of them (``_plain_value``); a name the kernel
         does not have stays undefined here too, so reading it raises NameError as it would there."""
         called = {node.func.id for node in ast.walk(tree)
                   if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)}
@@ -1999,14 +2001,35 @@ class _GraphCalls:
                         raise JudgeError("the kernel's value is malformed")
                     value = float(item["f"])
                 else:
-                    value = item.get("v")
-                    if value is not None and type(value) not in (bool, int, float, str):
-                        raise JudgeError("the kernel's value is not a plain value")
+                    value = _plain_value(item.get("v"), 0, [judge_agent.LOOK_UP_ITEMS])
                 namespace[name] = value
                 looked_up.add(name)
             else:                       # a function, or what cannot go by value: called there, as before
                 namespace[name] = RemoteFunction(self, name)
                 looked_up.discard(name)
+
+
+def _plain_value(v: Any, depth: int, budget: list) -> Any:
+    """A value the kernel sent for a name the test reads (``judge_agent._by_value``): a str, number,
+    bool or None, or a list, tuple or dict of those, within the agent's bounds; anything else, or
+    more, is an error."""
+    budget[0] -= 1
+    if budget[0] < 0 or depth > judge_agent.LOOK_UP_DEPTH:
+        raise JudgeError("the kernel's value is larger than a value sent by name may be")
+    if v is None or type(v) in (bool, int, float) or (type(v) is str and len(v) <= judge_agent.LOOK_UP_CHARS):
+        return v
+    if type(v) is dict and len(v) == 1:
+        [(tag, body)] = v.items()
+        if tag == "f" and body in ("nan", "inf", "-inf"):
+            return float(body)
+        if tag in ("l", "t") and type(body) is list:
+            items = [_plain_value(x, depth + 1, budget) for x in body]
+            return items if tag == "l" else tuple(items)
+        if tag == "d" and type(body) is list and all(type(p) is list and len(p) == 2 for p in body):
+            pairs = [(_plain_value(k, depth + 1, budget), _plain_value(x, depth + 1, budget)) for k, x in body]
+            if all(k is None or type(k) in (bool, int, float, str) for k, _ in pairs):
+                return dict(pairs)
+    raise JudgeError("the kernel's value is not a plain value")
 
 
 for _name in ("_recording", "_graph_call", "_graph_grads", "_free", "_look_up_values"):

@@ -16,7 +16,7 @@ fixed list ``GRAPH_OPS`` (any other name refuses the whole request; nothing is e
 a mirror that later calls of the same notebook reuse, then calls the function on the mirror's
 tensors and sends back the ``.grad`` of the recipe's leaves.  The replay uses this process's torch,
 so a learner who patches it changes only the graphs their own function is given.  A fourth
-(``look_up``) says what a name holds here, by value when it is a plain value.
+(``look_up``) says what a name holds here, by value when it is a plain value or a list, tuple or dict of them.
 
 No test code and no expected value ever comes here.  What this code measures about the inputs
 and results (storage identity, ``_version``, ``requires_grad``, ``grad_fn`` names) it measures
@@ -1027,18 +1027,57 @@ def _graph_call(request: dict, namespace: dict) -> dict:
             "graph_grads": grads_now(), "freed": freed_now()}
 
 
+# how much a name the test reads may hold to go by value: values in all, and nesting
+LOOK_UP_ITEMS, LOOK_UP_DEPTH, LOOK_UP_CHARS = 10_000, 8, 100_000
+_NOT_PLAIN = object()
+
+
+def _by_value(v, depth: int, budget: list) -> object:
+    """``v`` as JSON when it is a str, number, bool or None, or a list, tuple or dict of those
+    (tagged: ``{"l": [...]}``, ``{"t": [...]}``, ``{"d": [[key, value], ...]}``, a float that is not
+    finite ``{"f": "nan"}``), within the bounds above; ``_NOT_PLAIN`` otherwise."""
+    budget[0] -= 1
+    t = _type(v)
+    if budget[0] < 0 or depth > LOOK_UP_DEPTH:
+        return _NOT_PLAIN
+    if v is None or t in (bool, int) or (t is str and len(v) <= LOOK_UP_CHARS):
+        return v
+    if t is float:
+        return v if math.isfinite(v) else {"f": repr(v)}
+    if t in (list, tuple):
+        items = []
+        for x in (list.__iter__(v) if t is list else tuple.__iter__(v)):
+            items.append(_by_value(x, depth + 1, budget))
+            if items[-1] is _NOT_PLAIN:
+                return _NOT_PLAIN
+        return {"l" if t is list else "t": items}
+    if t is dict:
+        pairs = []
+        for key, value in dict.items(v):
+            if not (key is None or _type(key) in (bool, int, float, str)):
+                return _NOT_PLAIN
+            pairs.append([_by_value(key, depth + 1, budget), _by_value(value, depth + 1, budget)])
+            if pairs[-1][0] is _NOT_PLAIN or pairs[-1][1] is _NOT_PLAIN:
+                return _NOT_PLAIN
+        return {"d": pairs}
+    return _NOT_PLAIN
+
+
 def _look_up(request: dict, namespace: dict) -> dict:
-    """What each name the test reads (and never calls) is here: a plain value is sent by value."""
+    """What each name the test reads (and never calls) is here: a plain value, or a list, tuple or
+    dict of plain values (``PREDICTIONS``), is sent by value."""
     found = {}
     for name in request["names"][:256]:
         if name not in namespace:
             found[name] = {"kind": "missing"}
             continue
         v = namespace[name]
-        if v is None or _type(v) in (bool, int, str) or (_type(v) is float and math.isfinite(v)):
-            found[name] = {"kind": "value", "v": v}
-        elif _type(v) is float:
+        if _type(v) is float and not math.isfinite(v):
             found[name] = {"kind": "value", "f": repr(v)}
+            continue
+        value = _by_value(v, 0, [LOOK_UP_ITEMS])
+        if value is not _NOT_PLAIN:
+            found[name] = {"kind": "value", "v": value}
         elif callable(v):
             found[name] = {"kind": "function"}
         else:
