@@ -72,7 +72,7 @@ def cmd_predictions(args: argparse.Namespace) -> int:
             status = max(status, 1)
         elif report.changed:
             verb = "would rewrite" if args.check else "rewrote"
-            console.print(f"{path}: {verb} the visible check of {', '.join(report.changed)}")
+            console.print(f"{path}: {verb} the visible check of {', '.join(report.changed)}", soft_wrap=True)
             status = max(status, 1 if args.check else 0)
         else:
             console.print(f"{path}: {', '.join(report.cells)} up to date")

@@ -163,10 +163,10 @@ def test_what_the_command_wrote_opens_to_the_authors_text_for_each_letter_and_to
                                       else next(iter(questions.choices.values())))
         for q, letters in questions.choices.items():
             stored = visible["feedback"][q] if questions.kind == "grade_predictions" else visible["feedback"]
-            assert len(stored) == len(questions.why.get(q, {})), (assignment, q)
+            assert len(stored) == len(questions.released(q)), (assignment, q)
             for letter in letters:
                 opened = pred.unseal(stored, visible["salt"], q, letter)
-                assert opened == questions.why.get(q, {}).get(letter), (assignment, gid, q, letter)
+                assert opened == questions.released(q).get(letter), (assignment, gid, q, letter)
             assert pred.unseal(stored, visible["salt"], q, questions.key[q]) is None
 
 
@@ -189,6 +189,7 @@ ck.grade_predictions(
 
 
 def _notebook_with(tmp_path, source: str):
+    tmp_path.mkdir(exist_ok=True)
     nb = nbformat.v4.new_notebook()
     cell = nbformat.v4.new_code_cell(source)
     cell.metadata["nbgrader"] = {"grade": True, "solution": False, "locked": True, "points": 1,
@@ -232,6 +233,23 @@ def test_the_command_notes_a_question_whose_right_letter_trying_every_letter_fin
     path = _notebook_with(tmp_path, AUTHORS_CELL.replace('"c": "not (c)"}', '"c": "not (c)"}, "q2": {"b": "no"}'))
     [note] = command.write_predictions(path).notes
     assert "every wrong letter of q2 has a diagnosis" in note and "q1" not in note
+
+
+def test_a_diagnosis_kept_for_the_grading_stays_out_of_the_release_and_shows_when_graded(tmp_path):
+    cell = AUTHORS_CELL.replace('"c": "not (c)"}', '"c": "not (c)"}, "q2": {"b": "M-detach-copies: no"}').replace(
+        "\n)\n### END", '\n    graded_only={"q2": "b"},\n)\n### END')
+    path = _notebook_with(tmp_path, cell)
+    assert command.write_predictions(path).notes == [], "q2's only wrong letter is kept for the grading"
+    source = nbformat.read(path, as_version=4).cells[0].source
+    visible = source.split(command.BEGIN)[0]
+    assert "M-detach-copies" not in visible
+    namespace = {"ck": ck, "PREDICTIONS": {"q1": "b", "q2": "b"}}
+    exec(visible, namespace)                       # (b) reads like the right letter here
+    with pytest.raises(ck.CheckFailed, match="q2: you predicted \\(b\\); expected another choice. Likely mistake: no"):
+        exec(source, namespace)                    # and the grading names the mistake
+    bad = _notebook_with(tmp_path / "x", cell.replace('graded_only={"q2": "b"}', 'graded_only={"q2": "a"}'))
+    with pytest.raises(command.AuthoringError, match="graded_only= names, per question, letters that why= diagnoses"):
+        command.write_predictions(bad)
 
 
 @pytest.mark.parametrize("edit, message", [

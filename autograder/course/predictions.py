@@ -11,7 +11,8 @@ part of the test cell, which nbgrader strips from the release and the judge runs
     ### END HIDDEN TESTS
 
 (or ``ck.grade_choice(graph_answer, "graph_answer", key="B", choices="ABCD", why={...})`` for one
-question).  This module writes the visible call above the hidden part: the same choices and each
+question; ``graded_only={"q1": "c"}`` keeps a diagnosis out of the release, for the feedback after
+grading only).  This module writes the visible call above the hidden part: the same choices and each
 diagnosis sealed under its own letter (``autograder.kernel.predictions``), so the release holds no
 right letter and no readable diagnosis, and a learner who picks a diagnosed letter reads it.
 """
@@ -31,7 +32,7 @@ from ..learner.cells import role
 BEGIN, END = "### BEGIN HIDDEN TESTS", "### END HIDDEN TESTS"
 VISIBLE = {"grade_predictions": "check_predictions", "grade_choice": "check_choice"}
 COMMENT = ("# Checks each letter's form; a wrong letter with a stored diagnosis shows it (only that letter opens it).\n"
-           "# Written from the hidden part by `python -m autograder predictions`: edit the hidden part, then run it.")
+           "# Written by `python -m autograder predictions` from the instructor's answers; no right letter is stored here.")
 
 
 class AuthoringError(ValueError):
@@ -47,6 +48,12 @@ class Questions:
     key: dict[str, str]              # question -> right letter
     choices: dict[str, str]          # question -> its letters
     why: dict[str, dict[str, str]]   # question -> wrong letter -> diagnosis
+    graded_only: dict[str, str] = field(default_factory=dict)   # question -> letters left out of the release
+
+    def released(self, question: str) -> dict[str, str]:
+        """The diagnoses the release carries for one question (sealed)."""
+        return {letter: text for letter, text in self.why.get(question, {}).items()
+                if letter not in self.graded_only.get(question, "")}
 
 
 @dataclass
@@ -79,15 +86,20 @@ def read_questions(hidden: str, where: str) -> Questions | None:
     if not call.args:
         raise AuthoringError(f"{where}: {kind}() needs the name the test reads first, e.g. {kind}(PREDICTIONS, ...)")
     target = ast.unparse(call.args[0])
-    key, choices, why = _literal(call, "key", where), _literal(call, "choices", where), (
-        _literal(call, "why", where) if any(k.arg == "why" for k in call.keywords) else {})
+    given = {k.arg for k in call.keywords}
+    key, choices = _literal(call, "key", where), _literal(call, "choices", where)
+    why = _literal(call, "why", where) if "why" in given else {}
+    graded_only = _literal(call, "graded_only", where) if "graded_only" in given else {}
     if kind == "grade_choice":
         if len(call.args) < 2 or not isinstance(call.args[1], ast.Constant) or not isinstance(call.args[1].value, str):
             raise AuthoringError(f'{where}: grade_choice() takes the name as a string second, e.g. grade_choice(x, "x", ...)')
         name = call.args[1].value
-        key, choices, why = {name: key}, {name: choices}, {name: why}
+        key, choices, why, graded_only = {name: key}, {name: choices}, {name: why}, {name: graded_only or ""}
     _validate(key, choices, why, where)
-    return Questions(kind, target, key, choices, why)
+    if not isinstance(graded_only, dict) or not all(
+            isinstance(letters, str) and q in why and set(letters) <= set(why[q]) for q, letters in graded_only.items()):
+        raise AuthoringError(f"{where}: graded_only= names, per question, letters that why= diagnoses")
+    return Questions(kind, target, key, choices, why, graded_only)
 
 
 def _validate(key, choices, why, where: str) -> None:
@@ -116,7 +128,7 @@ def _validate(key, choices, why, where: str) -> None:
 def visible_call(questions: Questions, salt: str) -> str:
     """The source of the visible check: the choices and the sealed diagnoses, nothing else."""
     s = json.dumps
-    sealed = {q: sealed_feedback(questions.why.get(q, {}), salt, q) for q in questions.choices}
+    sealed = {q: sealed_feedback(questions.released(q), salt, q) for q in questions.choices}
     if questions.kind == "grade_choice":
         [(name, letters)] = questions.choices.items()
         lines = [f"    {questions.target},", f"    {s(name)},", f"    choices={s(letters)},",
@@ -166,11 +178,11 @@ def rewrite(source: str, assignment: str, where: str) -> tuple[str, Questions | 
 def notes_on(questions: Questions) -> list[str]:
     """What a learner finds by trying letters: the right letter of every question whose wrong
     letters all carry a diagnosis."""
-    told = [q for q, letters in questions.choices.items() if len(questions.why.get(q, {})) == len(letters) - 1]
+    told = [q for q, letters in questions.choices.items() if len(questions.released(q)) == len(letters) - 1]
     if not told:
         return []
-    return [f"every wrong letter of {', '.join(told)} has a diagnosis, so trying each letter in turn shows "
-            f"{'its' if len(told) == 1 else 'their'} right letter (leave one wrong letter undiagnosed to keep it unknown)"]
+    return [f"every wrong letter of {', '.join(told)} has a diagnosis in the release, so trying each letter in turn "
+            f"shows {'its' if len(told) == 1 else 'their'} right letter (graded_only= keeps one for the grading)"]
 
 
 def write_predictions(path: Path, check: bool = False) -> Report:

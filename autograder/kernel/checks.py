@@ -379,9 +379,11 @@ def check_predictions(answers: Any, choices: dict[str, str], feedback: dict[str,
 
 
 def grade_predictions(answers: Any, key: dict[str, str], choices: dict[str, str],
-                      why: dict[str, dict[str, str]] | None = None, name: str = "PREDICTIONS") -> None:
+                      why: dict[str, dict[str, str]] | None = None, graded_only: dict[str, str] | None = None,
+                      name: str = "PREDICTIONS") -> None:
     """The hidden half: every letter is the right one (``key``); a wrong one fails with its diagnosis
-    from ``why`` (question -> letter -> text), where the author wrote one."""
+    from ``why`` (question -> letter -> text), where the author wrote one.  ``graded_only`` (question
+    -> letters) is for the predictions command: those diagnoses stay out of the release."""
     __tracebackhide__ = True  # IPython shows the test's line, not this helper's
     letters = _form(_pred.letters(answers, choices, name))
     for q, right in key.items():
@@ -400,7 +402,8 @@ def check_choice(answer: Any, name: str, choices: str, feedback: dict[str, str],
     print(f"{_pred.NO_DIAGNOSIS}{name} = {letter!r}: your instructor's grading, or `check --full`, tells whether it is right")
 
 
-def grade_choice(answer: Any, name: str, key: str, choices: str, why: dict[str, str] | None = None) -> None:
+def grade_choice(answer: Any, name: str, key: str, choices: str, why: dict[str, str] | None = None,
+                 graded_only: str = "") -> None:
     """The hidden half of one question with a right letter: ``answer`` names ``key``."""
     __tracebackhide__ = True  # IPython shows the test's line, not this helper's
     letter = _form(_pred.letter(answer, name, choices))
