@@ -258,6 +258,7 @@ def test_a_diagnosis_kept_for_the_grading_stays_out_of_the_release_and_shows_whe
     (('"c": "not (c)"', '"e": "no such letter"'), "diagnoses 'e', which is not one of the choices"),
     (('key={"q1": "b", "q2": "a"}', 'key={"q1": "b"}'), "key= must give one right letter for each question"),
     (('key={"q1": "b", "q2": "a"}', 'key=KEY'), "key= must be written out as a literal"),
+    (('key={"q1": "b", "q2": "a"}', 'key={"q1": "b", "q2": "a"'), "the hidden part is not valid Python"),
     (('choices={"q1": "abcd", "q2": "ab"}', 'choices={"q1": "abcA", "q2": "ab"}'), "repeat a letter"),
 ])
 def test_the_command_refuses_a_cell_it_cannot_read_naming_the_cell(tmp_path, edit, message):

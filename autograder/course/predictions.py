@@ -69,13 +69,17 @@ def _literal(call: ast.Call, name: str, where: str):
         raise AuthoringError(f"{where}: the call has no {name}=")
     try:
         return ast.literal_eval(node)
-    except ValueError:
+    except (ValueError, TypeError, SyntaxError):
         raise AuthoringError(f"{where}: {name}= must be written out as a literal (letters and strings)") from None
 
 
 def read_questions(hidden: str, where: str) -> Questions | None:
     """The ``ck.grade_predictions`` or ``ck.grade_choice`` call of a hidden part (None if there is none)."""
-    calls = [n for n in ast.walk(ast.parse(hidden)) if isinstance(n, ast.Call)
+    try:
+        tree = ast.parse(hidden)
+    except SyntaxError as exc:
+        raise AuthoringError(f"{where}: the hidden part is not valid Python (line {exc.lineno}: {exc.msg})") from None
+    calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call)
              and isinstance(n.func, ast.Attribute) and n.func.attr in VISIBLE]
     if not calls:
         return None
