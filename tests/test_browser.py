@@ -328,7 +328,8 @@ def test_learner_runs_an_exercise_and_reads_the_diagnostic_of_a_failing_test(pag
     page.keyboard.press("Escape")
     assert wrong.source.strip().splitlines()[-1].strip() in answer.locator(".cm-content").inner_text()
 
-    # Run everything: the run stops at the first failing test, the one for this function.
+    # Run everything: every test cell carries raises-exception, so the run goes on to the end;
+    # the test of this function shows its failure.
     menu(page, "Run", "Run All Cells")
     test = cells.nth(index[f"test_{wrong.cell}"])
     test.locator(".jp-OutputArea-output").first.wait_for(timeout=RUN_ALL_S * 1000)
@@ -344,6 +345,12 @@ def test_learner_runs_an_exercise_and_reads_the_diagnostic_of_a_failing_test(pag
     assert text.lstrip().startswith("\u2717") and "expected:" in text, text[:2000]
     assert len([line for line in text.splitlines() if line.strip()]) <= 5, text[:2000]
     assert test.locator('.jp-OutputArea-output[data-mime-type="application/vnd.jupyter.stderr"]').count() == 1
+    # Run All went on past the failing tests (and the unanswered predictions) to the last code cell
+    last = cells.nth(max(i for i, c in enumerate(nb.cells) if c.cell_type == "code")).locator(".jp-InputPrompt")
+    deadline = time.monotonic() + RUN_ALL_S
+    while not re.search(r"\[\d+\]", last.inner_text()) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert re.search(r"\[\d+\]", last.inner_text()), f"Run All stopped before the last code cell: {last.inner_text()!r}"
     # the failing test with its diagnosis, down to the misconception's link
     screenshot(page, shots / "4_exercise_failing_test_diagnostic.png", test)
     out = test.locator(".jp-OutputArea-output").first.bounding_box()
