@@ -333,7 +333,14 @@ def test_learner_runs_an_exercise_and_reads_the_diagnostic_of_a_failing_test(pag
     menu(page, "Run", "Run All Cells")
     test = cells.nth(index[f"test_{wrong.cell}"])
     test.locator(".jp-OutputArea-output").first.wait_for(timeout=RUN_ALL_S * 1000)
+    # Run All went on past the failing tests (and the unanswered predictions) to the last code cell
+    last = cells.nth(max(i for i, c in enumerate(nb.cells) if c.cell_type == "code")).locator(".jp-InputPrompt")
+    deadline = time.monotonic() + RUN_ALL_S
+    while not re.search(r"\[\d+\]", last.text_content() or "") and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert re.search(r"\[\d+\]", last.text_content() or ""), f"Run All stopped before the last code cell: {last.text_content()!r}"
     page.wait_for_selector(f'{PANEL} .jp-Notebook-ExecutionIndicator[data-status="idle"]')
+    test.scroll_into_view_if_needed()      # the run ended at the bottom of the notebook
     shown = test.locator(".jp-OutputArea-output").all_inner_texts()
     text = "\n".join(shown)
     assert "shares_memory(a, a.detach()) is False" in text, f"the failing test shows:\n{text[:2000]}"
@@ -345,12 +352,6 @@ def test_learner_runs_an_exercise_and_reads_the_diagnostic_of_a_failing_test(pag
     assert text.lstrip().startswith("\u2717") and "expected:" in text, text[:2000]
     assert len([line for line in text.splitlines() if line.strip()]) <= 5, text[:2000]
     assert test.locator('.jp-OutputArea-output[data-mime-type="application/vnd.jupyter.stderr"]').count() == 1
-    # Run All went on past the failing tests (and the unanswered predictions) to the last code cell
-    last = cells.nth(max(i for i, c in enumerate(nb.cells) if c.cell_type == "code")).locator(".jp-InputPrompt")
-    deadline = time.monotonic() + RUN_ALL_S
-    while not re.search(r"\[\d+\]", last.inner_text()) and time.monotonic() < deadline:
-        time.sleep(0.5)
-    assert re.search(r"\[\d+\]", last.inner_text()), f"Run All stopped before the last code cell: {last.inner_text()!r}"
     # the failing test with its diagnosis, down to the misconception's link
     screenshot(page, shots / "4_exercise_failing_test_diagnostic.png", test)
     out = test.locator(".jp-OutputArea-output").first.bounding_box()
