@@ -56,6 +56,31 @@ def cmd_build(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_predictions(args: argparse.Namespace) -> int:
+    from .course.predictions import AuthoringError, write_predictions
+
+    status = 0
+    for path in args.notebook:
+        try:
+            report = write_predictions(Path(path), check=args.check)
+        except (AuthoringError, SyntaxError, OSError) as exc:
+            console.print(f"[red]{path}: {exc}[/]")
+            status = 2
+            continue
+        if not report.cells:
+            console.print(f"{path}: no test cell calls ck.grade_predictions or ck.grade_choice in its hidden part")
+            status = max(status, 1)
+        elif report.changed:
+            verb = "would rewrite" if args.check else "rewrote"
+            console.print(f"{path}: {verb} the visible check of {', '.join(report.changed)}", soft_wrap=True)
+            status = max(status, 1 if args.check else 0)
+        else:
+            console.print(f"{path}: {', '.join(report.cells)} up to date")
+        for note in report.notes:
+            console.print(f"  [yellow]note[/] {note}", soft_wrap=True)
+    return status
+
+
 def cmd_check(args: argparse.Namespace) -> int:
     path = Path(args.notebook)
     if not path.is_file():
@@ -81,9 +106,11 @@ def _check_once(path: Path, timeout: int):
     table.add_column("", justify="center")
     table.add_column("points", justify="right")
     table.add_column("message")
-    marks = {"passed": "[green]\u2713[/]", "partial": "[yellow]~[/]", "not started": "[dim]\u00b7[/]", "failed": "[red]\u2717[/]"}
+    marks = {"passed": "[green]\u2713[/]", "partial": "[yellow]~[/]", "not started": "[dim]\u00b7[/]", "failed": "[red]\u2717[/]",
+             "not checked": "[yellow]?[/]"}
     for r in report.results:
-        table.add_row(r.grade_id, marks[r.status], f"{r.points:g}/{r.max_points:g}", escape(r.message or r.status))
+        points = f"?/{r.max_points:g}" if r.status == "not checked" else f"{r.points:g}/{r.max_points:g}"
+        table.add_row(r.grade_id, marks[r.status], points, escape(r.message or r.status))
     for gid in report.hidden:
         table.add_row(gid, "[dim]?[/]", "", "hidden tests: they run when the assignment is graded")
     console.print(table)
@@ -98,8 +125,10 @@ def _check_once(path: Path, timeout: int):
         console.print(f"[yellow]{n} written answer{'s are' if n != 1 else ' is'} still empty[/] "
                       f"(graded by hand): {', '.join(report.unwritten)}")
     passed = sum(r.passed for r in report.results)
-    console.print(f"{passed}/{len(report.results)} visible tests pass, {report.score:g}/{report.max_score:g} points. "
-                  "Hidden tests run when the assignment is graded"
+    unchecked = [r.grade_id for r in report.results if r.status == "not checked"]
+    console.print(f"{passed}/{len(report.checked)} visible tests pass, {report.score:g}/{report.max_score:g} points"
+                  + (f"; not checked here: {', '.join(unchecked)} (the grading tells)" if unchecked else "")
+                  + ". Hidden tests run when the assignment is graded"
                   + ("; written answers are read by hand." if report.written else "."))
     if not report.all_passed:
         console.print("[yellow]Not done yet[/]: " + _what_is_left(report))
@@ -108,7 +137,7 @@ def _check_once(path: Path, timeout: int):
 
 def _what_is_left(report) -> str:
     parts = []
-    failing = [r for r in report.results if not r.passed]
+    failing = [r for r in report.checked if not r.passed]
     if failing:
         parts.append(f"{len(failing)} visible test{'s' if len(failing) != 1 else ''} to fix")
     if report.problems:
@@ -487,6 +516,12 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--check", action="store_true", help="only compare; exit 1 when exercises/ is stale")
         p.add_argument("--only", metavar="ASSIGNMENT", help="regenerate one assignment only")
         p.set_defaults(func=cmd_build)
+
+        p = sub.add_parser("predictions", help="write the release's half of prediction sets from the hidden part "
+                                                "(sealed diagnoses; no right letter)")
+        p.add_argument("notebook", nargs="+", help="instructor notebooks, e.g. solutions/a1_views/a1_views.ipynb")
+        p.add_argument("--check", action="store_true", help="only compare; exit 1 when a visible check is stale")
+        p.set_defaults(func=cmd_predictions)
 
         p = sub.add_parser("handout", help="the student folder and zip: course/, exercises/, README; no solutions")
         p.add_argument("--out", help="where to write copy-that/ and copy-that.zip (default: build/handout)")

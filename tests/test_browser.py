@@ -328,11 +328,19 @@ def test_learner_runs_an_exercise_and_reads_the_diagnostic_of_a_failing_test(pag
     page.keyboard.press("Escape")
     assert wrong.source.strip().splitlines()[-1].strip() in answer.locator(".cm-content").inner_text()
 
-    # Run everything: the run stops at the first failing test, the one for this function.
+    # Run everything: every test cell carries raises-exception, so the run goes on to the end;
+    # the test of this function shows its failure.
     menu(page, "Run", "Run All Cells")
     test = cells.nth(index[f"test_{wrong.cell}"])
     test.locator(".jp-OutputArea-output").first.wait_for(timeout=RUN_ALL_S * 1000)
+    # Run All went on past the failing tests (and the unanswered predictions) to the last code cell
+    last = cells.nth(max(i for i, c in enumerate(nb.cells) if c.cell_type == "code")).locator(".jp-InputPrompt")
+    deadline = time.monotonic() + RUN_ALL_S
+    while not re.search(r"\[\d+\]", last.text_content() or "") and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert re.search(r"\[\d+\]", last.text_content() or ""), f"Run All stopped before the last code cell: {last.text_content()!r}"
     page.wait_for_selector(f'{PANEL} .jp-Notebook-ExecutionIndicator[data-status="idle"]')
+    test.scroll_into_view_if_needed()      # the run ended at the bottom of the notebook
     shown = test.locator(".jp-OutputArea-output").all_inner_texts()
     text = "\n".join(shown)
     assert "shares_memory(a, a.detach()) is False" in text, f"the failing test shows:\n{text[:2000]}"

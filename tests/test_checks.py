@@ -50,10 +50,10 @@ def test_predictions_not_started_show_one_line_and_still_read_as_not_implemented
     shown: list[list[str]] = []
     shell._showtraceback = lambda etype, evalue, stb: shown.append(stb)
     shell.run_cell("from autograder.kernel import checks as ck\n"
-                   "ck.check_predictions({'q1': '?'}, key={'q1': '0'}, why={}, salt='s')")
+                   "ck.check_predictions({'q1': '?'}, choices={'q1': 'ab'}, feedback={}, salt='s')")
     assert len(shown[-1]) == 1 and "NotImplementedError" in shown[-1][0] and "no predictions yet" in shown[-1][0]
     with pytest.raises(NotImplementedError) as info:
-        ck.check_predictions({"q1": "?"}, key={"q1": "0"}, why={}, salt="s")
+        ck.check_predictions({"q1": "?"}, choices={"q1": "ab"}, feedback={}, salt="s")
     assert type(info.value).__name__ == "NotImplementedError"
 
 

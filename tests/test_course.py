@@ -222,7 +222,7 @@ def test_check_on_a_wrong_answer_shows_the_diagnosis(tmp_path):
     nbformat.write(submission("a1_views", {"shares_memory": answer}), nb)
     out = run_cli("check", str(nb), env=dict(os.environ, COLUMNS="250"))   # wide: one table row, one line
     assert out.returncode == 1
-    assert "4/5 visible tests pass" in out.stdout
+    assert "3/4 visible tests pass" in out.stdout
     row = next(line for line in out.stdout.splitlines() if "test_shares_memory " in line)
     assert "✗" in row and "0/1" in row
     assert "shares_memory(a, a[1]) is False; expected True. Likely mistake: a[1] is a view of a" in row, row
@@ -234,8 +234,10 @@ def test_check_on_the_reference_answers_passes(tmp_path):
     out = run_cli("check", str(nb))
     assert out.returncode == 0, out.stdout
     flat = " ".join(out.stdout.split())
-    assert "5/5 visible tests pass, 5/5 points" in flat
+    assert "4/4 visible tests pass, 4/4 points; not checked here: test_predictions (the grading tells)." in flat
     assert "Hidden tests run when the assignment is graded; written answers are read by hand." in flat
+    row = next(line for line in out.stdout.splitlines() if "test_predictions" in line)
+    assert "?/1" in row and "✓" not in row, row
     assert "still empty" not in flat and "Not done yet" not in flat
 
 
@@ -246,7 +248,7 @@ def test_check_is_not_done_while_a_written_answer_is_empty(tmp_path):
     out = run_cli("check", str(tmp_path / "a1_views.ipynb"))
     flat = " ".join(out.stdout.split())
     assert out.returncode == 1, out.stdout
-    assert "5/5 visible tests pass" in flat
+    assert "4/4 visible tests pass" in flat
     assert "1 written answer is still empty (graded by hand): why_not_id" in flat
     assert "Not done yet: 1 written answer to write." in flat
 
@@ -265,3 +267,94 @@ def test_nbgrader_works_without_activating_the_venv(tmp_path):
     assert out.returncode == 0, out.stdout + out.stderr
     assert (tmp_path / "gradebook.db").exists()
     assert (tmp_path / RELEASE_DIR / "a1_views" / "a1_views.ipynb").exists()
+
+
+# --- questions with a right letter: no answer in the release, feedback in check -----------------
+
+def _questions(assignment: str):
+    """The author's half of every question set of one assignment, with the salt its release uses."""
+    from autograder.course import predictions as command
+
+    nb = nbformat.read(ROOT / SOURCE_DIR / assignment / f"{assignment}.ipynb", as_version=4)
+    for cell in nb.cells:
+        if role(cell).is_test and command.BEGIN in cell.source:
+            hidden = cell.source.split(command.BEGIN, 1)[1].split(command.END)[0]
+            questions = command.read_questions(hidden, role(cell).grade_id)
+            if questions is not None:
+                yield questions, command.salt_for(assignment, questions)
+
+
+@pytest.mark.parametrize("assignment", assignments(ROOT))
+def test_the_release_holds_no_right_letter_and_no_readable_diagnosis(assignment):
+    import hashlib
+
+    from autograder.kernel import predictions as pred
+    from autograder.kernel.misconceptions import split_tag
+
+    text = (ROOT / RELEASE_DIR / assignment / f"{assignment}.ipynb").read_text()
+    release = nbformat.read(ROOT / RELEASE_DIR / assignment / f"{assignment}.ipynb", as_version=4)
+    sources = "\n".join(c.source for c in release.cells)
+    found = list(_questions(assignment))
+    assert found, f"{assignment} has no question set"
+    for questions, salt in found:
+        for q, right in questions.key.items():
+            # the hash today's release held, and the tag a sealed diagnosis of the right letter would have
+            for digest in (hashlib.sha256((salt + q + ":" + right).encode()).hexdigest(), pred.seal("", salt, q, right)[0]):
+                assert digest not in text, f"{assignment} {q}: the release holds a hash of the right letter"
+            for letter, diagnosis in questions.why.get(q, {}).items():
+                for shown in (diagnosis, split_tag(diagnosis)[1]):
+                    assert shown not in text and json_text(shown) not in text, f"{assignment} {q} ({letter}) is readable"
+        for author_only in ("grade_predictions", "grade_choice", "key="):
+            assert author_only not in sources, f"{assignment}: the release shows {author_only}"
+
+
+def json_text(text: str) -> str:
+    import json
+
+    return json.dumps(text)[1:-1]
+
+
+def test_every_test_cell_and_every_cell_that_raises_in_a_blank_release_lets_run_all_go_on(tmp_path):
+    """JupyterLab's Run All (and nbclient) go on past a cell tagged raises-exception: every test cell
+    carries it, and so does every other cell of a fresh release that raises while the learner's
+    functions are still blank (each release run here cell by cell), so every picture below is drawn."""
+    for assignment in assignments(ROOT):
+        release = nbformat.read(ROOT / RELEASE_DIR / assignment / f"{assignment}.ipynb", as_version=4)
+        for cell in release.cells:
+            if role(cell).is_test:
+                assert "raises-exception" in cell.metadata.get("tags", []), f"{assignment}/{role(cell).grade_id}"
+        nbformat.write(release, tmp_path / f"{assignment}.ipynb")
+    out = subprocess.run([PY, str(ROOT / "tests" / "inprocess.py"), str(tmp_path)], capture_output=True, text=True,
+                         timeout=600)
+    assert out.returncode == 0, out.stderr[-2000:]
+    raising = []
+    for assignment in assignments(ROOT):
+        ran = nbformat.read(tmp_path / f"{assignment}.out.ipynb", as_version=4)
+        assert all(c.get("execution_count") for c in ran.cells if c.cell_type == "code"), f"{assignment} did not finish"
+        for cell in ran.cells:
+            if any(o.output_type == "error" for o in cell.get("outputs", [])):
+                raising.append(role(cell).grade_id)
+                assert "raises-exception" in cell.metadata.get("tags", []), \
+                    f"{assignment}: cell {role(cell).grade_id or cell.get('id')} raises in the blank release, untagged"
+    assert {"test_predictions", "predictions", "graph_answer"} <= set(raising)
+
+
+def test_check_shows_a_wrong_letters_diagnosis_and_calls_no_letter_right(tmp_path):
+    """A prediction and the picture question in a7: a diagnosed wrong letter fails in `check` with
+    its misconception; a right letter is "not checked here", never a pass."""
+    nb = tmp_path / "a7_graphs.ipynb"
+    nbformat.write(submission("a7_graphs", {
+        "predictions": 'PREDICTIONS = {"q1": "a", "q2": "a", "q3": "b", "q4": "a", "q5": "b"}\n',
+        "graph_answer": 'graph_answer = "d"\n'}), nb)
+    out = run_cli("check", str(nb), env=dict(os.environ, COLUMNS="400"))
+    assert out.returncode == 1, out.stdout
+    row = lambda gid: next(line for line in out.stdout.splitlines() if f"{gid} " in line)
+    assert "✗" in row("test_predictions") and "graph nodes are backward functions, not tensors" in row("test_predictions")
+    assert "✗" in row("test_graph_answer") and "graph_answer is 'D'; expected another choice" in row("test_graph_answer")
+    assert "a second arrow comes into it straight from x's `AccumulateGrad`" in row("test_graph_answer")
+    assert "misconception M-nodes-are-tensors" in out.stdout and "misconception M-detach-keeps-branch" in out.stdout
+    nbformat.write(submission("a7_graphs", {"graph_answer": 'graph_answer = "b"\n'}), nb)
+    out = run_cli("check", str(nb), env=dict(os.environ, COLUMNS="400"))
+    assert out.returncode == 0, out.stdout
+    assert "?/3" in row("test_graph_answer") and "not checked here: no stored diagnosis for graph_answer = 'B'" in row("test_graph_answer")
+    assert "✓" not in row("test_graph_answer")

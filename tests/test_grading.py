@@ -193,22 +193,25 @@ def test_plain_nbgrader_autograde_from_the_course_root_is_sandboxed(course):
 
     cases = by_name()
     ctx = {"root": course, "port": 9, "marker": "4999"}
-    for name in ("read-secrets", "reads-host", "custom-exc"):
+    for name in ("read-secrets", "reads-host", "custom-exc", "patched-torch"):
         submit(course, "a1_views", f"plain-{name}", cases[name].build(ctx))
     out = run_nbgrader("autograde", "a1_views", "--student", "plain-*", cwd=course)
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
     log = out.stdout + out.stderr
     assert "WITHOUT a sandbox" not in log
-    assert "plain-custom-exc/a1_views: FLAGGED for a manual look: error display tampered with" in log, log[-3000:]
+    assert "plain-patched-torch/a1_views: FLAGGED for a manual look: changed torch.Tensor.untyped_storage" in log, log[-3000:]
     from nbgrader.api import Gradebook
 
     with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
-        assert gb.find_submission_notebook("a1_views", "a1_views", "plain-custom-exc").flagged
+        assert gb.find_submission_notebook("a1_views", "a1_views", "plain-patched-torch").flagged
         assert not gb.find_submission_notebook("a1_views", "a1_views", "plain-read-secrets").flagged
     def auto(student: str) -> float:
         return sum(v for v in scores_of(course, "a1_views", student).values() if v >= 0)
 
-    assert auto("plain-custom-exc") == 9.0, "the swallowed error still fails (a wrong answer and a wrong prediction set: 13 - 4)"
+    # every test is judged outside the kernel: the swallowed errors never mattered (13 - 4 for a
+    # wrong answer and a wrong prediction set), and the patched torch is put back before each test
+    assert auto("plain-custom-exc") == 9.0
+    assert auto("plain-patched-torch") == 13.0
     for name in ("read-secrets", "reads-host"):
         assert auto(f"plain-{name}") == 13.0
         nb = nbformat.read(course / "autograded" / f"plain-{name}" / "a1_views" / "a1_views.ipynb", as_version=4)

@@ -503,6 +503,20 @@ class TestFinish:
         restore_cells(nb)[0].outputs = [stream("noise\n" + guard.MARK + '["torch.Tensor.add"]\nmore\n')]
         assert finish(nb, fake_client()) == ["changed torch.Tensor.add"]
 
+    def test_a_test_cell_whose_reply_failed_without_showing_an_error_fails_and_is_flagged(self):
+        """The kernel said 'error' for a test cell run there, but the error never reached the cell
+        (a custom exception handler, a replaced showtraceback): the cell fails, the submission is
+        flagged; a failed reply whose error showed is left as it is."""
+        nb = guarded_nb()
+        run_all(nb)
+        test_f, test_g = (i for i, c in enumerate(nb.cells) if (meta_of(c) or {}).get("grade_id", "").startswith("test_"))
+        nb.cells[test_g].outputs = [nbformat.v4.new_output("error", ename="CheckFailed", evalue="x", traceback=[])]
+        flags = finish(nb, fake_client(failed_replies={test_f: "error", test_g: "error"}))
+        assert flags == ["error display tampered with"]
+        [f_cell, g_cell] = [c for c in nb.cells if (meta_of(c) or {}).get("grade_id") in ("test_f", "test_g")]
+        assert [o.ename for o in f_cell.outputs] == ["FailedWithoutError"]
+        assert [o.ename for o in g_cell.outputs] == ["CheckFailed"]
+
     def test_garbled_report_is_flagged(self):
         nb = guarded_nb()
         run_all(nb)

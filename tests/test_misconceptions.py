@@ -82,8 +82,8 @@ def test_every_wrong_prediction_is_diagnosed_with_a_misconception():
     for assignment in ASSIGNMENTS:
         nb = nbformat.read(source_notebook(assignment), as_version=4)
         [cell] = [c for c in nb.cells if role(c).grade_id == "test_predictions"]
-        call = next(n for n in ast.walk(ast.parse(cell.source))
-                    if isinstance(n, ast.Call) and getattr(n.func, "attr", "") == "check_predictions")
+        call = next(n for n in ast.walk(ast.parse(cell.source))      # the author's half, in the hidden part
+                    if isinstance(n, ast.Call) and getattr(n.func, "attr", "") == "grade_predictions")
         why = ast.literal_eval(next(k.value for k in call.keywords if k.arg == "why"))
         diagnoses = [d for per_question in why.values() for d in per_question.values()]
         assert len(diagnoses) >= 4, assignment

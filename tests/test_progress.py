@@ -52,7 +52,7 @@ def test_progress_shows_done_failing_with_its_diagnostic_not_started_and_missing
     by = {r.assignment: r for r in rows}
     assert [r.assignment for r in rows] == ["a1_views", "a2_clone", "a3_detach", "a4_grad_modes"]
     assert by["a1_views"].status == "failing"
-    assert (by["a1_views"].passed, by["a1_views"].tests) == (4, 5)
+    assert (by["a1_views"].passed, by["a1_views"].tests) == (3, 4)   # the predictions: not checked here
     assert by["a1_views"].diagnostic.startswith("test_shares_memory:")
     assert "a[1] is a view of a" in by["a1_views"].diagnostic  # the test's own hint
     assert by["a2_clone"].status == "not started" and by["a2_clone"].points == 0

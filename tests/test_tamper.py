@@ -16,7 +16,7 @@ from autograder.course.build import run_nbgrader
 from autograder.grading.runner import Grader
 from autograder.grading.sandbox import Limits
 from harness import SANDBOX, scratch_course, submission, submit
-from tamper_corpus import CASES, Case
+from tamper_corpus import CASES, KERNEL_TRICKS, Case
 
 VICTIM = "-victim"   # an honest copy of the reference answers, graded after each case that runs hostile code
 # the cases whose code could reach the slot, the fork server or the next kernel (the others edit
@@ -25,7 +25,7 @@ RUNS_HOSTILE_CODE = {"exit-midway", "infinite-loop", "output-flood", "huge-alloc
                      "read-secrets", "write-gradebook", "delete-course", "network", "leftover-processes",
                      "patched-torch", "patched-helpers", "custom-exc", "no-traceback", "planted-config",
                      "deep-tree", "reads-host", "forked-memory", "poisoned-server", "forges-the-agent",
-                     "fills-scratch"}
+                     "fills-scratch", *KERNEL_TRICKS}
 TEST_LIMITS = Limits(memory_bytes=2 << 30, cell_timeout=10, notebook_timeout=120, cpu_seconds=60,
                      output_bytes=1 << 20)
 
@@ -115,7 +115,7 @@ def test_flags_reach_the_gradebook_where_the_formgrader_shows_them(corpus):
     with Gradebook(f"sqlite:///{ctx['root'] / 'gradebook.db'}") as gb:
         marked = {s: gb.find_submission_notebook("a1_views", "a1_views", s).flagged for s in results}
     assert {s for s, flagged in marked.items() if flagged} == {s for s, r in results.items() if r.flags}
-    assert marked["custom-exc"] and not marked["honest"]
+    assert marked["patched-torch"] and not marked["honest"]
 
 
 @SANDBOX
@@ -205,46 +205,45 @@ def test_feedback_holds_no_line_of_a_hidden_test_whatever_the_submission_printed
 
 
 # --- attacks on what the grader reads from the kernel's messages ----------------------------------
-# They need learner code running inside a test cell that runs in the kernel.  Every test cell but
-# the prediction sets is judged outside the kernel now, so the code rides on PREDICTIONS: a value
-# that is not a str makes check_predictions show its repr() in the failure, and that __repr__ is the
-# learner's, run while the test cell runs.  Each attack plays its trick and then fails as its wrong
-# twin (a wrong first letter) fails, and must score exactly as the twin does; an honest victim graded
-# after it in the same slot keeps full marks.  The flood runs twice: in the prediction cell (the
-# notebook's output budget) and in reaches(), called by the judge (the judge's transport, whose
-# messages count against the same budget).
-A7_TWIN = 'PREDICTIONS = {"q1": "a", "q2": "a", "q3": "b", "q4": "a", "q5": "b"}\n'
+# They need learner code running while a test cell waits on the kernel.  Every test cell, the
+# prediction sets included, is judged outside the kernel, so the code rides on a judged call: the
+# learner's reaches(), called by the judge, plays its trick on the messages of the judge's request,
+# then answers False, as its wrong twin does; it must score exactly as the twin does.  An honest
+# victim graded after each in the same slot keeps full marks.  The flood runs twice: in an answer
+# cell (the notebook's output budget) and in reaches() (the judge's transport, whose messages
+# count against the same budget).
+A7_TWIN = "def reaches(output, leaf):\n    return False\n"
 
 
-def _letter(trick: str) -> str:
-    """PREDICTIONS whose first letter runs ``trick`` (the body of a method) when the test shows it."""
-    return ("class Letter:\n    def __repr__(self):\n" + trick + "        return \"'a'\"\n\n"
-            'PREDICTIONS = {"q1": Letter(), "q2": "a", "q3": "b", "q4": "a", "q5": "b"}\n')
+def _in_reaches(trick: str) -> str:
+    """A reaches() that runs ``trick`` (indented for a function body), then answers like the twin."""
+    return "def reaches(output, leaf):\n" + trick + "    return False\n"
 
 
 _SEND = """\
-        k = get_ipython().kernel
-        parent = k.get_parent()
+    k = get_ipython().kernel
+    parent = k.get_parent()
 """
 A7_ATTACKS = {
     # an execute_result before the test's error: nbgrader scores the first result or error it meets
-    "result-before-error": _letter("        import sys\n        sys.displayhook('all 5 predictions right')\n"),
-    # an ipywidgets Output widget claiming the cell's messages, so its error would land in the
+    "result-before-error": _in_reaches("    import sys\n    sys.displayhook('reaches: all right')\n"),
+    # an ipywidgets Output widget claiming the request's messages, so its error would land in the
     # widget's state instead of the cell (what nbclient's widget imitation does)
-    "widget-capture": _letter(_SEND +
-                              "        k.session.send(k.iopub_socket, 'comm_open', {'comm_id': 'capture', "
-                              "'target_name': 'jupyter.widget', 'data': {'state': {'_model_name': 'OutputModel', "
-                              "'_model_module': '@jupyter-widgets/output', '_model_module_version': '1.0.0', "
-                              "'msg_id': parent['header']['msg_id'], 'outputs': []}, 'buffer_paths': []}}, "
-                              "parent=parent)\n"),
-    # a forged 'idle' for the running cell: the cell would end before its error arrives
-    "forged-idle": _letter(_SEND + "        k.session.send(k.iopub_socket, 'status', {'execution_state': 'idle'}, "
-                           "parent=parent)\n"),
+    "widget-capture": _in_reaches(_SEND +
+                                  "    k.session.send(k.iopub_socket, 'comm_open', {'comm_id': 'capture', "
+                                  "'target_name': 'jupyter.widget', 'data': {'state': {'_model_name': 'OutputModel', "
+                                  "'_model_module': '@jupyter-widgets/output', '_model_module_version': '1.0.0', "
+                                  "'msg_id': parent['header']['msg_id'], 'outputs': []}, 'buffer_paths': []}}, "
+                                  "parent=parent)\n"),
+    # a forged 'idle' for the running request: the wait would end before the answer arrives
+    "forged-idle": _in_reaches(_SEND + "    k.session.send(k.iopub_socket, 'status', {'execution_state': 'idle'}, "
+                               "parent=parent)\n"),
 }
-_FLOOD = ("        from IPython.display import display\n        handle = display('x', display_id=True)\n"
-          "        while True:\n            handle.update('x' * 100000)\n")
-A7_FLOODS = {"display-flood": ("predictions", _letter(_FLOOD)),
-             "display-flood-judged": ("reaches", "def reaches(output, leaf):\n" + _FLOOD.replace("        ", "    "))}
+_FLOOD = ("from IPython.display import display\nhandle = display('x', display_id=True)\n"
+          "while True:\n    handle.update('x' * 100000)\n")
+A7_FLOODS = {"display-flood": ("predictions", _FLOOD),
+             "display-flood-judged": ("reaches", "def reaches(output, leaf):\n" + "".join(
+                 "    " + line + "\n" for line in _FLOOD.splitlines()))}
 
 
 def _cell_scores(root, student: str) -> dict[str, float]:
@@ -258,8 +257,8 @@ def _cell_scores(root, student: str) -> dict[str, float]:
 @pytest.fixture(scope="module")
 def message_attacks(tmp_path_factory):
     root = scratch_course(tmp_path_factory.mktemp("a7-attacks"), "a7_graphs")
-    submit(root, "a7_graphs", "twin", submission("a7_graphs", {"predictions": A7_TWIN}))
-    for name, (cell, source) in {**{n: ("predictions", a) for n, a in A7_ATTACKS.items()}, **A7_FLOODS}.items():
+    submit(root, "a7_graphs", "twin", submission("a7_graphs", {"reaches": A7_TWIN}))
+    for name, (cell, source) in {**{n: ("reaches", a) for n, a in A7_ATTACKS.items()}, **A7_FLOODS}.items():
         submit(root, "a7_graphs", name, submission("a7_graphs", {cell: source}))
         submit(root, "a7_graphs", name + VICTIM, submission("a7_graphs"))
     submit(root, "a7_graphs", "reference", submission("a7_graphs"))

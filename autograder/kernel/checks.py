@@ -11,12 +11,12 @@ change what a check sees.
 """
 from __future__ import annotations
 
-import hashlib
 import math
 from typing import Any
 
 import torch
 
+from . import predictions as _pred
 from .misconceptions import Misconception, split_tag as _split_tag
 
 __all__ = [
@@ -37,6 +37,9 @@ __all__ = [
     "check_grad",
     "check_equal",
     "check_predictions",
+    "grade_predictions",
+    "check_choice",
+    "grade_choice",
     "version",
 ]
 
@@ -69,7 +72,6 @@ _bool = bool
 _type = type
 _isinstance = isinstance
 _repr = repr
-_sha256 = hashlib.sha256
 _str = str
 _dict = dict
 
@@ -351,50 +353,63 @@ _TENSOR_FOR_VALUE = ("M-tensor-is-a-number: return a plain Python value: `.item(
                      "into a number, `bool(...)` into a bool.")
 
 
-def check_predictions(answers: Any, key: dict[str, str], why: dict[str, dict[str, str]], salt: str) -> None:
-    """Each prediction in ``answers`` (question -> letter) is the right letter, without the letters in sight.
-
-    ``key[q]`` is the hex ``sha256(salt + q + ":" + right_letter)``; ``why[q]`` maps the same hash of
-    each wrong letter to the misconception behind it.  A letter may be written in either case, with
-    spaces or in parentheses (``"b"``, ``"B"``, ``" (b) "``).  The first wrong or missing answer fails
-    with its diagnosis; a dict still all ``"?"``, as handed out, raises ``NotImplementedError``
-    (not started, like an empty function).
-    """
+def _form(found: Any) -> Any:
+    """The letters ``predictions.letters`` or ``predictions.letter`` found; fails with their problem."""
     __tracebackhide__ = True  # IPython shows the test's line, not this helper's
-    if _type(answers) is not _dict:
-        _fail(f"PREDICTIONS is a {_type_name(answers)}", 'a dict of letters, such as {"q1": "a", "q2": "b"}',
-              "run the answer cell above this test, and keep PREDICTIONS a plain dict.")
+    if _type(found) is _pred.Problem:
+        if found.not_started:
+            raise _NotStarted(found.observed)
+        _fail(found.observed, found.expected, found.hint)
+    return found
 
-    def letter(value: Any) -> Any:
-        if _type(value) is not _str:
-            return value
-        text = value.strip()
-        if len(text) >= 2 and text[0] == "(" and text[-1] == ")":
-            text = text[1:-1].strip()
-        return text.lower()
 
-    def blank(value: Any) -> bool:
-        return value is None or (_type(value) is _str and value in ("", "?"))
+def check_predictions(answers: Any, choices: dict[str, str], feedback: dict[str, dict[str, str]], salt: str,
+                      name: str = "PREDICTIONS") -> None:
+    """The visible half of a prediction set: each question has one of its letters, and a letter whose
+    diagnosis the release stores (``feedback``, written by ``python -m autograder predictions``)
+    fails with it.  The release holds no right letter, so any other letter passes here unjudged."""
+    __tracebackhide__ = True  # IPython shows the test's line, not this helper's
+    letters = _form(_pred.letters(answers, choices, name))
+    for q, letter in letters.items():
+        diagnosis = _pred.unseal(_dict.get(feedback, q), salt, q, letter)
+        if diagnosis is not None:
+            _fail(f"{q}: you predicted ({letter})", "another choice", diagnosis)
+    print(_pred.NO_DIAGNOSIS + ", ".join(f"{q} ({letter})" for q, letter in letters.items())
+          + ": your instructor's grading, or `check --full`, tells whether they are right")
 
-    def digest(q: str, text: str) -> str:
-        return _sha256((salt + q + ":" + text).encode("utf-8")).hexdigest()
 
-    if all(blank(letter(answers.get(q))) for q in key):
-        raise _NotStarted('no predictions yet: replace each "?" in PREDICTIONS with the letter you predict')
+def grade_predictions(answers: Any, key: dict[str, str], choices: dict[str, str],
+                      why: dict[str, dict[str, str]] | None = None, graded_only: dict[str, str] | None = None,
+                      name: str = "PREDICTIONS") -> None:
+    """The hidden half: every letter is the right one (``key``); a wrong one fails with its diagnosis
+    from ``why`` (question -> letter -> text), where the author wrote one.  ``graded_only`` (question
+    -> letters) is for the predictions command: those diagnoses stay out of the release."""
+    __tracebackhide__ = True  # IPython shows the test's line, not this helper's
+    letters = _form(_pred.letters(answers, choices, name))
     for q, right in key.items():
-        given = letter(answers.get(q))
-        if blank(given):
-            _fail(f"{q}: no prediction", f'a letter in PREDICTIONS["{q}"]')
-        if _type(given) is not _str:
-            _fail(f"{q}: the prediction is a {_type_name(given)} ({_safe_repr(given)})", 'a letter in quotes, such as "a"')
-        if digest(q, given) == right:
-            continue
-        shown = given if len(given) <= 12 else given[:12] + "..."
-        diagnosis = why.get(q, {}).get(digest(q, given))
-        if diagnosis is None:
-            _fail(f"{q}: you predicted ({shown})", f"one of the lettered choices of {q}")
-        _fail(f"{q}: you predicted ({shown})", "another choice", diagnosis)
+        if letters[q] != right:
+            _fail(f"{q}: you predicted ({letters[q]})", "another choice", (why or {}).get(q, {}).get(letters[q]))
     ok(f"all {len(key)} predictions right")
+
+
+def check_choice(answer: Any, name: str, choices: str, feedback: dict[str, str], salt: str) -> None:
+    """The visible half of one question with a right letter (``graph_answer``), as ``check_predictions``."""
+    __tracebackhide__ = True  # IPython shows the test's line, not this helper's
+    letter = _form(_pred.letter(answer, name, choices))
+    diagnosis = _pred.unseal(feedback, salt, name, letter)
+    if diagnosis is not None:
+        _fail(f"{name} is {letter!r}", "another choice", diagnosis)
+    print(f"{_pred.NO_DIAGNOSIS}{name} = {letter!r}: your instructor's grading, or `check --full`, tells whether it is right")
+
+
+def grade_choice(answer: Any, name: str, key: str, choices: str, why: dict[str, str] | None = None,
+                 graded_only: str = "") -> None:
+    """The hidden half of one question with a right letter: ``answer`` names ``key``."""
+    __tracebackhide__ = True  # IPython shows the test's line, not this helper's
+    letter = _form(_pred.letter(answer, name, choices))
+    if letter != key:
+        _fail(f"{name} is {letter!r}", "another choice", (why or {}).get(letter))
+    ok(f"{name} is right")
 
 
 _PLAIN = (str, _int, _float, _bool, type(None))

@@ -83,6 +83,9 @@ PREDICTIONS = {"q1": "b", "q2": "a", "q3": "b", "q4": "c"}
     Answer("predictions", "leaves one question as handed out", '''
 PREDICTIONS = {"q1": "b", "q2": "?", "q3": "b", "q4": "b"}
 ''', message='q2: no prediction; expected a letter in PREDICTIONS["q2"]'),
+    Answer("predictions", "a wrong letter whose diagnosis only the grading shows (q1: d)", '''
+PREDICTIONS = {"q1": "d", "q2": "a", "q3": "b", "q4": "b"}
+''', message="`b = a` binds a second name to the same tensor,"),
 ]
 
 RIGHT = [
@@ -135,7 +138,7 @@ def count_storages(tensors):
         by_storage.setdefault(t.untyped_storage().data_ptr(), []).append(t)
     return len(by_storage)
 '''),
-    # --- the prediction set: check_predictions accepts either case, spaces and parentheses
+    # --- the prediction set: the right letters in any accepted spelling (either case, spaces, parentheses)
     Answer("predictions", "upper-case letters", '''
 PREDICTIONS = {"q1": "B", "q2": "A", "q3": "B", "q4": "B"}
 '''),

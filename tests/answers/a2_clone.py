@@ -81,6 +81,9 @@ PREDICTIONS = {"q1": "a", "q2": "b", "q3": "b", "q4": "b", "q5": "c"}
     Answer("predictions", "expects a contiguous clone", '''
 PREDICTIONS = {"q1": "b", "q2": "b", "q3": "b", "q4": "a", "q5": "c"}
 ''', message="the default `memory_format=torch.preserve_format` keeps the"),
+    Answer("predictions", "a wrong letter whose diagnosis only the grading shows (q2: c)", '''
+PREDICTIONS = {"q1": "b", "q2": "c", "q3": "b", "q4": "b", "q5": "c"}
+''', message="`c` requires grad through `CloneBackward0`, so"),
 ]
 
 RIGHT = [
@@ -128,7 +131,7 @@ def edit_copy(y, index, value):
     keep[index] = 0
     return y * keep + value * (1 - keep)
 '''),
-    # --- the prediction set: check_predictions accepts either case, spaces and parentheses
+    # --- the prediction set: the right letters in any accepted spelling (either case, spaces, parentheses)
     Answer("predictions", "letters in parentheses, with spaces and mixed case", '''
 PREDICTIONS = {"q1": "(b)", "q2": " (B) ", "q3": "b ", "q4": "(B)", "q5": "(c)"}
 '''),

@@ -72,6 +72,9 @@ PREDICTIONS = {"q1": "a", "q2": "b", "q3": "b", "q4": "b", "q5": "a"}
     Answer("predictions", "thinks .data is caught like detach()", '''
 PREDICTIONS = {"q1": "b", "q2": "b", "q3": "a", "q4": "b", "q5": "a"}
 ''', message="`.data` does not share the version counter"),
+    Answer("predictions", "a wrong letter whose diagnosis only the grading shows (q4: d)", '''
+PREDICTIONS = {"q1": "b", "q2": "b", "q3": "b", "q4": "d", "q5": "a"}
+''', message="`clone()` gave `snap` memory of its own, which an"),
 ]
 
 RIGHT = [
@@ -132,7 +135,7 @@ def log_loss(history, loss):
 def log_loss(history, loss):
     history += [loss.detach().item()]
 '''),
-    # --- the prediction set: check_predictions accepts either case, spaces and parentheses
+    # --- the prediction set: the right letters in any accepted spelling (either case, spaces, parentheses)
     Answer("predictions", "upper-case letters", '''
 PREDICTIONS = {"q1": "B", "q2": "B", "q3": "B", "q4": "B", "q5": "A"}
 '''),

@@ -130,6 +130,9 @@ PREDICTIONS = {"q1": "b", "q2": "b", "q3": "b", "q4": "a", "q5": "a"}
     Answer("predictions", "misses the no_grad view trap", '''
 PREDICTIONS = {"q1": "b", "q2": "a", "q3": "b", "q4": "a", "q5": "b"}
 ''', message="a view inherits `requires_grad=True` from its base even"),
+    Answer("predictions", "a wrong letter whose diagnosis only the grading shows (q3: c)", '''
+PREDICTIONS = {"q1": "b", "q2": "a", "q3": "c", "q4": "a", "q5": "a"}
+''', message="a leaf cannot record an in-place operation"),
 ]
 
 RIGHT = [
@@ -192,7 +195,7 @@ def sgd_step_(params, lr):
             p.data.sub_(lr * p.grad)
             p.grad = None
 '''),
-    # --- the prediction set: check_predictions accepts either case, spaces and parentheses
+    # --- the prediction set: the right letters in any accepted spelling (either case, spaces, parentheses)
     Answer("predictions", "upper-case letters", '''
 PREDICTIONS = {"q1": "B", "q2": "A", "q3": "B", "q4": "A", "q5": "A"}
 '''),

@@ -86,6 +86,9 @@ PREDICTIONS = {"q1": "b", "q2": "a", "q3": "b", "q4": "a"}
     Answer("predictions", "takes state_dict() for a copy", '''
 PREDICTIONS = {"q1": "b", "q2": "b", "q3": "b", "q4": "b"}
 ''', message="`state_dict()` hands out detached aliases of the"),
+    Answer("predictions", "a wrong letter whose diagnosis only the grading shows (q2: c)", '''
+PREDICTIONS = {"q1": "b", "q2": "c", "q3": "b", "q4": "a"}
+''', message="`copy_` converts to the destination's dtype"),
 ]
 
 RIGHT = [
@@ -146,7 +149,7 @@ def restore_(model, checkpoint):
     for name, t in model.state_dict(keep_vars=True).items():
         t.data.copy_(checkpoint[name])
 '''),
-    # --- the prediction set: check_predictions accepts either case, spaces and parentheses
+    # --- the prediction set: the right letters in any accepted spelling (either case, spaces, parentheses)
     Answer("predictions", "letters in parentheses, with spaces and mixed case", '''
 PREDICTIONS = {"q1": "(b)", "q2": " (B) ", "q3": "b ", "q4": "(A)"}
 '''),

@@ -73,6 +73,9 @@ PREDICTIONS = {"q1": "a", "q2": "a", "q3": "b", "q4": "a", "q5": "b"}
     Answer("predictions", "takes state_dict() for a checkpoint", '''
 PREDICTIONS = {"q1": "c", "q2": "a", "q3": "b", "q4": "a", "q5": "a"}
 ''', message="the values of `state_dict()` are detached aliases of the"),
+    Answer("predictions", "a wrong letter whose diagnosis only the grading shows (q1: b)", '''
+PREDICTIONS = {"q1": "b", "q2": "a", "q3": "b", "q4": "a", "q5": "b"}
+''', message="`deepcopy` does not detach for you: it refuses"),
 ]
 
 RIGHT = [
@@ -123,7 +126,7 @@ def copy_preserving_sharing(tensors):
         out.append(bases[key].as_strided(t.size(), t.stride(), t.storage_offset()))
     return out
 '''),
-    # --- the prediction set: check_predictions accepts either case, spaces and parentheses
+    # --- the prediction set: the right letters in any accepted spelling (either case, spaces, parentheses)
     Answer("predictions", "upper-case letters", '''
 PREDICTIONS = {"q1": "C", "q2": "A", "q3": "B", "q4": "A", "q5": "B"}
 '''),

@@ -221,6 +221,9 @@ PREDICTIONS = {"q1": "b", "q2": "b", "q3": "a", "q4": "a", "q5": "b"}
     Answer("predictions", "thinks `torch.tensor(a)` shares the array's memory", '''
 PREDICTIONS = {"q1": "a", "q2": "b", "q3": "b", "q4": "a", "q5": "b"}
 ''', message="[M-constructors-share: course/06b_boundaries.ipynb#1.-From-NumPy:-three-ways-share,-one-copies]"),
+    Answer("predictions", "a wrong letter whose diagnosis only the grading shows (q5: c)", '''
+PREDICTIONS = {"q1": "b", "q2": "b", "q3": "b", "q4": "a", "q5": "c"}
+''', message="backward runs through non-leaves without"),
 ]
 
 RIGHT = [
@@ -314,7 +317,7 @@ def hidden_grad(w1, w2, x):
             w.grad += g
     return gh
 '''),
-    # --- the prediction set: check_predictions accepts either case, spaces and parentheses
+    # --- the prediction set: the right letters in any accepted spelling (either case, spaces, parentheses)
     Answer("predictions", "letters in parentheses, with spaces", '''
 PREDICTIONS = {"q1": " (B) ", "q2": "B", "q3": "(b)", "q4": "a", "q5": " b"}
 '''),

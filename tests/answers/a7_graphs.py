@@ -35,7 +35,7 @@ def reaches(output, leaf):
     if output.grad_fn is None:
         return False
     return any(getattr(child, "variable", None) is leaf for child, _ in output.grad_fn.next_functions)
-''', message="x is two steps below y.grad_fn"),
+''', message="x's AccumulateGrad is two steps from y.grad_fn"),
     Answer("reaches", "compares storages instead of objects", '''
 def reaches(output, leaf):
     ptr = leaf.untyped_storage().data_ptr()
@@ -141,16 +141,16 @@ def backward_ops(output):
 ''', message="skip them instead of adding type(None).__name__"),
     Answer("graph_answer", "A: a float64 conversion of w (would add ToCopyBackward0)", '''
 graph_answer = "A"
-''', message="graph_answer matching the picture is False"),
+''', message="graph_answer is 'A'; expected another choice. Hint: `w.to(torch.float64)` is a real conversion"),
     Answer("graph_answer", "C: x.detach().clone() (would have no CloneBackward0)", '''
 graph_answer = "C"
-'''),
-    Answer("graph_answer", "D: x.detach() in the product (no edge from MulBackward0 to x)", '''
+''', message="in the picture an arrow runs from x's `AccumulateGrad` through `CloneBackward0` into `CopySlices`"),
+    Answer("graph_answer", "D: x.detach() in the product (no arrow from x's AccumulateGrad into MulBackward0)", '''
 graph_answer = "D"
-'''),
-    Answer("graph_answer", "a lower-case letter", '''
-graph_answer = "b"
-''', message="one capital letter"),
+''', message="a second arrow comes into it straight from x's `AccumulateGrad`"),
+    Answer("graph_answer", "a letter that is not one of the four", '''
+graph_answer = "E"
+''', message="graph_answer is 'E'; expected one of 'A', 'B', 'C', 'D'"),
     # --- the prediction set: wrong letters fail with their diagnosis
     Answer("predictions", "believes graph nodes are tensors", '''
 PREDICTIONS = {"q1": "a", "q2": "a", "q3": "b", "q4": "a", "q5": "b"}
@@ -158,6 +158,9 @@ PREDICTIONS = {"q1": "a", "q2": "a", "q3": "b", "q4": "a", "q5": "b"}
     Answer("predictions", "expects zeros for a detached leaf", '''
 PREDICTIONS = {"q1": "b", "q2": "a", "q3": "b", "q4": "b", "q5": "b"}
 ''', message="no node was recorded for `x.detach() * 2` (a `None` edge)"),
+    Answer("predictions", "a wrong letter whose diagnosis only the grading shows (q3: c)", '''
+PREDICTIONS = {"q1": "b", "q2": "a", "q3": "c", "q4": "a", "q5": "b"}
+''', message="the first backward freed the saved tensors, so a"),
 ]
 
 RIGHT = [
@@ -260,7 +263,10 @@ def _candidate(letter):
 
 graph_answer = [letter for letter in "ABCD" if _candidate(letter) == mystery.text][0]
 '''),
-    # --- the prediction set: check_predictions accepts either case, spaces and parentheses
+    Answer("graph_answer", "a lower-case letter, in parentheses", '''
+graph_answer = "(b)"
+'''),
+    # --- the prediction set: the right letters in any accepted spelling (either case, spaces, parentheses)
     Answer("predictions", "upper-case letters", '''
 PREDICTIONS = {"q1": "B", "q2": "A", "q3": "B", "q4": "A", "q5": "B"}
 '''),

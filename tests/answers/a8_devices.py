@@ -35,6 +35,9 @@ PREDICTIONS = {"q1": "b", "q2": "b", "q3": "a", "q4": "b"}
     Answer("predictions", "expects a float64 gradient", '''
 PREDICTIONS = {"q1": "a", "q2": "b", "q3": "b", "q4": "b"}
 ''', message="on the way back the gradient is cast to the dtype of the"),
+    Answer("predictions", "a wrong letter whose diagnosis only the grading shows (q4: c)", '''
+PREDICTIONS = {"q1": "a", "q2": "b", "q3": "a", "q4": "c"}
+''', message="the cast itself is allowed: it copies the values"),
 ]
 
 RIGHT = [
@@ -57,7 +60,7 @@ def copy_to(t, device):
     assert t.storage().nbytes() >= t.numel() * t.element_size()
     return t.to(device=torch.device(device), dtype=t.dtype, copy=True)
 '''),
-    # --- the prediction set: check_predictions accepts either case, spaces and parentheses
+    # --- the prediction set: the right letters in any accepted spelling (either case, spaces, parentheses)
     Answer("predictions", "letters in parentheses, with spaces and mixed case", '''
 PREDICTIONS = {"q1": "(a)", "q2": " (B) ", "q3": "a ", "q4": "(B)"}
 '''),

@@ -128,6 +128,9 @@ PREDICTIONS = {"q1": "a", "q2": "b", "q3": "a", "q4": "a", "q5": "b"}
     Answer("predictions", "thinks backward overwrites .grad", '''
 PREDICTIONS = {"q1": "a", "q2": "b", "q3": "a", "q4": "b", "q5": "a"}
 ''', message="`backward()` adds into `.grad` instead of overwriting it"),
+    Answer("predictions", "a wrong letter whose diagnosis only the grading shows (q5: c)", '''
+PREDICTIONS = {"q1": "a", "q2": "b", "q3": "a", "q4": "b", "q5": "c"}
+''', message="`backward()` adds each new gradient to what"),
 ]
 
 RIGHT = [
@@ -231,7 +234,7 @@ def fit(model, batches, epochs, lr, ema_decay):
     best_epoch = epoch_losses.index(min(epoch_losses))
     return snapshots[best_epoch], epoch_losses, ema_model
 '''),
-    # --- the prediction set: check_predictions accepts either case, spaces and parentheses
+    # --- the prediction set: the right letters in any accepted spelling (either case, spaces, parentheses)
     Answer("predictions", "upper-case letters", '''
 PREDICTIONS = {"q1": "A", "q2": "B", "q3": "A", "q4": "B", "q5": "B"}
 '''),

@@ -14,7 +14,7 @@ from judge_corpus import JUDGED_ASSIGNMENTS, in_kernel_cells, judged_cells, only
 
 @pytest.mark.parametrize("assignment", JUDGED_ASSIGNMENTS)
 def test_every_test_cell_of_a_judged_assignment_is_judged(assignment):
-    tests = [(gid, src) for gid, is_test, src in source_cells(assignment) if is_test and gid != "test_predictions"]
+    tests = [(gid, src) for gid, is_test, src in source_cells(assignment) if is_test]
     assert tests and all(is_judged(src) for _, src in tests), [gid for gid, src in tests if not is_judged(src)]
 
 
@@ -27,8 +27,7 @@ def test_the_judge_scores_every_answer_of_the_corpus_as_the_kernel_does(assignme
     submissions = {"reference": {}}
     for kind, items in (("wrong", module.WRONG), ("right", module.RIGHT)):
         for i, a in enumerate(items):
-            if a.cell != "predictions":         # the prediction sets stay in the kernel
-                submissions[f"{kind}_{i}_{a.why}"] = {a.cell: a.source}
+            submissions[f"{kind}_{i}_{a.why}"] = {a.cell: a.source}
     failures = {}
     reference = reference_answers(assignment)
     for name, replace in submissions.items():
