@@ -1,8 +1,8 @@
 """Hidden tests judged outside the learner's kernel.
 
-A test cell whose source holds the line ``# graded outside your kernel`` (its hidden tests, and the
-visible ones of the same assignment, so that reading the caller earns no point anywhere) is never
-sent to the kernel at grading.  Its source is the gradebook's, never the submission's.  The grader
+Every test cell is judged unless it is a visible test that opts out (``judged.py``): it is never
+sent to the kernel at grading, so that reading the caller earns no point anywhere.  Its source is
+the gradebook's, never the submission's.  The grader
 runs its code here, in its own process, with real torch and the course's check helpers; every name the test uses that it does not define (the learner's
 functions) is a :class:`RemoteFunction`.  Calling one sends the arguments *by value* to the
 kernel's agent (``autograder.kernel.judge_agent``), which rebuilds them with their sharing,

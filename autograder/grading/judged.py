@@ -1,29 +1,51 @@
-"""Which hidden tests are judged outside the kernel: the gradebook's cells marked for it.
+"""Which test cells the judge runs outside the kernel: every one, unless the author says otherwise.
+
+A test cell (an nbgrader grade cell that is not a solution cell) is judged by default: at grading
+its source, read from the gradebook, runs in the grader's judge and only calls the learner's
+functions in the kernel.  A *visible* test may run in the learner's kernel instead when its
+source holds the line ``# runs in your kernel``; a hidden test (one with ``### BEGIN HIDDEN
+TESTS``) never does, whatever it says: its source must not reach the kernel (``build`` refuses
+such a cell, see ``authoring.py``).  The line ``# graded outside your kernel`` is no longer
+needed; the course keeps it where it tells learners the truth.
 
 Kept apart from ``judge.py`` so that finding out costs no ``import torch``: the grader loads
 torch (and the judge) only for a notebook that has judged tests.
 """
 from __future__ import annotations
 
-MARKER = "# graded outside your kernel"
+MARKER = "# graded outside your kernel"     # optional: a word to learners, the default anyway
+IN_KERNEL = "# runs in your kernel"         # the opt-out, for a visible test
+HIDDEN = "BEGIN HIDDEN TESTS"               # nbgrader's delimiter (ClearHiddenTests.begin_test_delimeter)
 
 
 def judged_sources(db_url: str, assignment: str, notebook: str) -> dict[str, str]:
-    """grade_id -> source of every judged hidden test of ``notebook``, from the gradebook: the
-    instructor's cells as ``generate_assignment`` saved them, never a submission's."""
+    """grade_id -> source of every judged test cell of ``notebook``, from the gradebook: the
+    instructor's cells as ``generate_assignment`` saved them, never a submission's.
+
+    A notebook missing from the gradebook has none; a gradebook that cannot be read raises,
+    so that a hidden test never runs in the kernel because of it."""
     from nbgrader.api import Gradebook, MissingEntry
 
-    try:
-        with Gradebook(db_url) as gb:
+    with Gradebook(db_url) as gb:
+        try:
             nb = gb.find_notebook(notebook, assignment)
-            graded = {c.name for c in nb.grade_cells}
-            return {c.name: c.source for c in nb.source_cells if c.name in graded and is_judged(c.source)}
-    except MissingEntry:
-        return {}
-    except Exception:   # no readable gradebook: nothing is judged, the tests run in the kernel as before
-        return {}
+        except MissingEntry:
+            return {}
+        tests = {c.name for c in nb.grade_cells if c.cell_type == "code"} - {c.name for c in nb.solution_cells}
+        return {c.name: c.source for c in nb.source_cells if c.name in tests and is_judged(c.source)}
 
 
 def is_judged(source: str) -> bool:
-    """A test cell that the judge runs: its source, as the gradebook holds it, has the marker line."""
-    return any(line.strip() == MARKER for line in source.splitlines())
+    """A test cell with this source runs in the judge: always when it holds hidden tests, else
+    unless a line of it is exactly the opt-out ``# runs in your kernel``."""
+    return is_hidden(source) or not runs_in_kernel(source)
+
+
+def runs_in_kernel(source: str) -> bool:
+    """The author asked for this test to run in the learner's kernel (the opt-out line)."""
+    return any(line.strip() == IN_KERNEL for line in source.splitlines())
+
+
+def is_hidden(source: str) -> bool:
+    """The cell holds hidden tests (nbgrader removes them from the release by this delimiter)."""
+    return HIDDEN in source
