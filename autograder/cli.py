@@ -44,9 +44,20 @@ def grading_findings():
 
 def cmd_build(args: argparse.Namespace) -> int:
     from .course.build import build, check
-    from .course.layout import find_root
+    from .course.layout import SOURCE_DIR, find_root
+    from .grading.authoring import check_course
 
     root = find_root()
+    if args.only and not (root / SOURCE_DIR / args.only).is_dir():
+        print(f"no assignment {args.only!r} in {SOURCE_DIR}/")
+        return 2
+    problems = check_course(root, SOURCE_DIR, args.only)
+    for problem in problems:
+        print(problem.describe())
+    if problems:
+        print(f"{_plural(len(problems), 'problem')} in {SOURCE_DIR}/: "
+              + ("exercises/ is not compared" if args.check else "exercises/ was left as it was"))
+        return 1
     if args.check:
         report = check(root)
         print(report.describe())
