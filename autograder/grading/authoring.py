@@ -19,7 +19,7 @@ from pathlib import Path
 import nbformat
 
 from ..learner.cells import notebooks, role
-from .judged import IN_KERNEL, is_hidden, is_judged, runs_in_kernel
+from .judged import IN_KERNEL, fixture_files, is_hidden, is_judged, runs_in_kernel
 
 
 @dataclass(frozen=True)
@@ -32,11 +32,6 @@ class Problem:
 
     def describe(self) -> str:
         return f"{self.where}: {self.what}\n  fix: {self.fix}"
-
-
-def fixture_files(folder: Path) -> list[Path]:
-    """The assignment's fixtures: the Python files beside its notebooks (learners get them too)."""
-    return sorted(p for p in folder.glob("*.py") if p.is_file() and not p.name.startswith("."))
 
 
 def check_assignment(folder: Path, shown: str) -> list[Problem]:

@@ -346,12 +346,29 @@ def _plain(v) -> bool:
     return type(v) is tuple and len(v) <= 64 and all(_plain(x) for x in v)
 
 
+def _course_module(fixtures: dict, cls: type) -> str | None:
+    """The name of the course's fixtures module that defines ``cls`` (an ``nn.Module`` class), else None."""
+    module = fixtures.get(getattr(cls, "__module__", None))
+    if module is not None and getattr(module, cls.__name__, None) is cls and issubclass(cls, torch.nn.Module):
+        return cls.__module__
+    return None
+
+
+def _course_class(fixtures: dict, module: Any, name: Any):
+    """The ``nn.Module`` class ``name`` of the course's fixtures module ``module``, else None."""
+    if not isinstance(module, str) or not isinstance(name, str) or not name.isidentifier():
+        return None
+    cls = getattr(fixtures.get(module), name, None)
+    return cls if isinstance(cls, type) and _course_module(fixtures, cls) == module else None
+
+
 class _Request:
     """The arguments of one call, by value: each storage once, each tensor with its geometry, each
     list, dict and module once (by identity, so that what the call does to them comes back)."""
 
-    def __init__(self, handles: "_FactsById | None" = None):
+    def __init__(self, handles: "_FactsById | None" = None, fixtures: dict | None = None):
         self.handles = handles
+        self.fixtures = fixtures or {}             # the course's fixtures modules, by name
         self.storages: list[dict] = []
         self.storage_of: dict[int, int] = {}       # judge storage data_ptr -> index
         self.storage_tensors: list[list[torch.Tensor]] = []
@@ -391,7 +408,8 @@ class _Request:
             return {"k": "device", "v": str(v)}
         if type(v) in (torch.Tensor, torch.nn.Parameter):
             return {"k": "t", "i": self._tensor(v)}
-        if isinstance(v, torch.nn.Module) and MODULES.get(type(v).__name__) is type(v):
+        if isinstance(v, torch.nn.Module) and (MODULES.get(type(v).__name__) is type(v)
+                                               or _course_module(self.fixtures, type(v))):
             return self._module(v, depth)
         if isinstance(v, types.GeneratorType):   # model.parameters(): a one-pass iterator there too
             return {"k": "iter", "v": [self.encode(x, depth + 1) for x in itertools.islice(v, 100_000)]}
@@ -417,7 +435,9 @@ class _Request:
             if not (_plain(v) or type(v) is list):   # a list goes as a list: what the call appends comes back
                 raise JudgeError(f"the judge cannot send the attribute {k!r} of a {type(m).__name__}")
             attrs.append([k, self.encode(v, depth + 1)])
-        return {"k": "module", "m": i, "type": type(m).__name__, "training": m.training, "attrs": attrs,
+        course = _course_module(self.fixtures, type(m))    # a class of the course's fixtures: by module and name
+        return {"k": "module", "m": i, "type": type(m).__name__, **({"from": course} if course else {}),
+                "training": m.training, "attrs": attrs,
                 "params": [[k, None if p is None else self.encode(p, depth + 1)] for k, p in m._parameters.items()],
                 "buffers": [[k, None if b is None else self.encode(b, depth + 1)] for k, b in m._buffers.items()],
                 "non_persistent": sorted(m._non_persistent_buffers_set),
@@ -494,8 +514,12 @@ class Judge:
     One judge per notebook run: the kernel's agent numbers the calls, and a ``backward()`` in a
     later cell may still reach through an earlier call."""
 
-    def __init__(self, rpc: Callable[[dict], tuple[dict, str]] | None = None):
+    def __init__(self, rpc: Callable[[dict], tuple[dict, str]] | None = None,
+                 fixtures: dict[str, types.ModuleType] | None = None):
+        """``fixtures``: the course's fixtures modules by name (an assignment's ``fixtures.py``), which a
+        judged cell imports by that name and whose ``nn.Module`` classes go to the kernel by value."""
         self.rpc = rpc
+        self.fixtures = dict(fixtures or {})
         self.calls = 0
         self.facts = _FactsById()
         self.handles = _FactsById()    # objects the kernel keeps, by the handle it gave them
@@ -555,13 +579,14 @@ class Judge:
         if getattr(self, "_graph_mode", False):
             return self._graph_call(name, args, kwargs)
         self.calls += 1
-        request = _Request(self.handles)
+        request = _Request(self.handles, self.fixtures)
         request.files = self.files      # since 6b
         encoded_args = [request.encode(a) for a in args]
         encoded_kwargs = {str(k): request.encode(v) for k, v in kwargs.items()}
         _check_apart(request)           # since 6b
         reply = self._ask({"op": "call", "call": self.calls, "function": name, "args": encoded_args,
-                           "kwargs": encoded_kwargs, "storages": request.storages, "tensors": request.tensors})
+                           "kwargs": encoded_kwargs, "storages": request.storages, "tensors": request.tensors,
+                           **({"fixtures": sorted(self.fixtures)} if self.fixtures else {})})
         if not isinstance(reply.get("inputs", []), list) or len(reply.get("inputs", [])) not in (0, len(request.storages)):
             raise JudgeError("the kernel's answer does not match the call")
         for s, after in enumerate(reply.get("inputs", [])):
@@ -990,7 +1015,7 @@ class _Rebuild:
         r = v.get("r")
         if type(r) is not int or r in self.result_modules:
             raise JudgeError("the kernel's answer numbers its modules wrongly")
-        cls = MODULES.get(v.get("type"))
+        cls = MODULES.get(v.get("type")) if "from" not in v else _course_class(self.judge.fixtures, v["from"], v.get("type"))
         if cls is None:
             raise JudgeError("the kernel's module is of a class the judge does not rebuild")
         m = cls.__new__(cls)
@@ -1296,6 +1321,8 @@ def _boundaries(judge: "Judge", namespace: dict) -> None:
     proxies = {"torch": _TORCH, "tempfile": _Tempfile(judge.files)}
 
     def judged_import(name, globals=None, locals=None, fromlist=(), level=0):
+        if level == 0 and name in judge.fixtures:    # the course's fixtures: the given module, never sys.modules
+            return judge.fixtures[name]
         module = builtins.__import__(name, globals, locals, fromlist, level)
         if level == 0 and module is torch:
             return proxies["torch"]

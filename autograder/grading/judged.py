@@ -8,10 +8,19 @@ TESTS``) never does, whatever it says: its source must not reach the kernel (``b
 such a cell, see ``authoring.py``).  The line ``# graded outside your kernel`` is no longer
 needed; the course keeps it where it tells learners the truth.
 
+An assignment's *fixtures* are the Python files beside its notebook in the source directory
+(``solutions/aN_slug/fixtures.py``): nbgrader releases them as they are, so learners see them.
+A judged test imports them by name (``from fixtures import TinyNet``), and the judge sends their
+``nn.Module`` classes to the kernel by value: the judge loads the instructor's copy, and the
+kernel imports the released copy from its working folder.
+
 Kept apart from ``judge.py`` so that finding out costs no ``import torch``: the grader loads
 torch (and the judge) only for a notebook that has judged tests.
 """
 from __future__ import annotations
+
+import types
+from pathlib import Path
 
 MARKER = "# graded outside your kernel"     # optional: a word to learners, the default anyway
 IN_KERNEL = "# runs in your kernel"         # the opt-out, for a visible test
@@ -49,3 +58,29 @@ def runs_in_kernel(source: str) -> bool:
 def is_hidden(source: str) -> bool:
     """The cell holds hidden tests (nbgrader removes them from the release by this delimiter)."""
     return HIDDEN in source
+
+
+def fixture_files(folder: Path) -> list[Path]:
+    """An assignment's fixtures: the Python files beside its notebooks in the source directory."""
+    return sorted(p for p in Path(folder).glob("*.py") if p.is_file() and not p.name.startswith("."))
+
+
+def fixture_sources(folder: Path) -> dict[str, str]:
+    """module name -> source of each fixtures file of an assignment's folder."""
+    return {p.stem: p.read_text(encoding="utf-8") for p in fixture_files(folder) if p.stem.isidentifier()}
+
+
+def fixture_modules(sources: dict[str, str]) -> dict[str, types.ModuleType]:
+    """The fixtures as module objects for the judge (the instructor's code, run in the judge's
+    process); a fixtures file that fails to load raises, naming the file."""
+    modules = {}
+    for name, source in sorted(sources.items()):
+        module = types.ModuleType(name)
+        module.__file__ = f"{name}.py"
+        try:
+            exec(compile(source, f"{name}.py", "exec"), module.__dict__)
+        except Exception as exc:
+            raise RuntimeError(f"the course's fixtures file {name}.py failed to load: "
+                               f"{type(exc).__name__}: {exc}") from None
+        modules[name] = module
+    return modules

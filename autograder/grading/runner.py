@@ -538,8 +538,10 @@ class Grader:
         add_guards(nb)
         # the submission's own files; never a notebook: the one being graded holds the hidden tests
         files = submission_files(path.parent, result.problems)
+        fixtures, released = self._fixtures()
+        files.update(released)    # the released fixtures, over whatever the submission holds under their names
         return Job(student, notebook, dict(nb), files, self.limits, self.require_sandbox,
-                   judged=self._judged(notebook))
+                   judged=self._judged(notebook), fixtures=fixtures)
 
     def _judged(self, notebook: str) -> dict[str, str]:
         """The notebook's hidden tests that the judge runs, read from the gradebook once."""
@@ -549,6 +551,20 @@ class Grader:
         if notebook not in cache:
             cache[notebook] = judged_sources(self.db_url, self.assignment, notebook)
         return cache[notebook]
+
+    def _fixtures(self) -> tuple[dict[str, str], dict[str, bytes]]:
+        """The assignment's fixtures, read once: module name -> the instructor's source (for the
+        judge), and file name -> the released copy (for the kernel's folder; the source's copy
+        where the release has none)."""
+        from .judged import fixture_files, fixture_sources
+
+        if "_fixtures_read" not in self.__dict__:
+            source = self._path(self.coursedir.source_directory)
+            release = self._path(self.coursedir.release_directory)
+            released = {p.name: ((release / p.name) if (release / p.name).is_file() else p).read_bytes()
+                        for p in fixture_files(source)}
+            self._fixtures_read = (fixture_sources(source), released)
+        return self._fixtures_read
 
     # -- step 3 ------------------------------------------------------------------------------------
     def _staged(self, student: str) -> Path:

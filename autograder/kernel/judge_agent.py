@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import base64
 import collections
+import importlib
 import json
 import math
 import sys
@@ -55,6 +56,7 @@ _frombuffer = torch.frombuffer
 _empty = torch.empty
 _grad = torch.autograd.grad
 _no_grad = torch.no_grad
+_import_module = importlib.import_module
 
 DTYPES = {str(d).removeprefix("torch."): d for d in (
     torch.float16, torch.bfloat16, torch.float32, torch.float64, torch.complex64, torch.complex128,
@@ -104,12 +106,29 @@ def _shaped(flat: _Tensor, shape: list[int]) -> _Tensor:
     return _empty(0, dtype=flat.dtype).set_(flat.untyped_storage(), 0, shape, stride[::-1])
 
 
+def _course_class(module: str, name: str):
+    """A model class of the course's fixtures (a file in the kernel's folder), by module and name."""
+    cls = getattr(_import_module(module), name)
+    if not (_isinstance(cls, _type) and issubclass(cls, _Module)):
+        raise ValueError(f"{module}.{name} is not a module class")
+    return cls
+
+
+def _course_module(course: list, cls) -> str | None:
+    """The fixtures module among ``course`` that defines ``cls``, else None."""
+    module = getattr(cls, "__module__", None)
+    if module in course and getattr(sys.modules.get(module), cls.__name__, None) is cls:
+        return module
+    return None
+
+
 # -- the request's values -------------------------------------------------------------------
 
 class _Inputs:
     """The storages and tensors of one call, rebuilt with their sharing."""
 
-    def __init__(self, storages: list[dict], tensors: list[dict]):
+    def __init__(self, storages: list[dict], tensors: list[dict], course: list | tuple = ()):
+        self.course = [m for m in course if _type(m) is str]   # the course's fixtures modules the judge knows
         self.bases: list[_Tensor] = []     # per storage: the tensor every input on it views
         self.leaves: list[_Tensor | None] = []   # per storage: the leaf that gradients reach
         self.before: list[bytes] = []
@@ -223,7 +242,7 @@ class _Inputs:
         raise ValueError(f"cannot decode a {kind!r}")
 
     def _module(self, v):
-        cls = MODULES[v["type"]]
+        cls = MODULES[v["type"]] if "from" not in v else _course_class(v["from"], v["type"])
         m = cls.__new__(cls)
         _module_init(m)
         self.modules[v["m"]] = m
@@ -376,7 +395,8 @@ class _Results:
                     "v": [[self.encode(a, depth + 1), self.encode(b, depth + 1)] for a, b in obj.items()]}
         if _ndarray is not None and _type(obj) is _ndarray:
             return self._array(obj)
-        if _isinstance(obj, _Module) and MODULES.get(_type(obj).__name__) is _type(obj):
+        if _isinstance(obj, _Module) and (MODULES.get(_type(obj).__name__) is _type(obj)
+                                          or _course_module(self.inputs.course, _type(obj))):
             return self._module(obj, depth)
         if _type(obj) is torch.Size:
             return {"k": "size", "v": list(obj)}
@@ -436,7 +456,9 @@ class _Results:
         r = self.seen_modules[_id(m)] = _len(self.seen_modules)
         self.alive.append(m)
         attrs = [[k, self.encode(v, depth + 1)] for k, v in m.__dict__.items() if k not in MODULE_INTERNALS]
-        return {"k": "rmodule", "r": r, "type": _type(m).__name__, "training": m.training, "attrs": attrs,
+        course = _course_module(self.inputs.course, _type(m))
+        return {"k": "rmodule", "r": r, "type": _type(m).__name__, **({"from": course} if course else {}),
+                "training": m.training, "attrs": attrs,
                 "params": [[k, None if p is None else self.encode(p, depth + 1)] for k, p in m._parameters.items()],
                 "buffers": [[k, None if b is None else self.encode(b, depth + 1)] for k, b in m._buffers.items()],
                 "non_persistent": sorted(m._non_persistent_buffers_set),
@@ -767,7 +789,7 @@ def _call(request: dict, namespace: dict) -> dict:
     fn = namespace.get(request["function"])
     if fn is None:
         return {"raised": _not_defined(request)}
-    inputs = _Inputs(request["storages"], request["tensors"])
+    inputs = _Inputs(request["storages"], request["tensors"], request.get("fixtures", ()))
     value, raised = _invoke(fn, request, inputs)
     if raised is not None:
         return {"raised": raised, "inputs": inputs.after(), **_after_extra(inputs, None)}
