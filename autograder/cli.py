@@ -63,7 +63,9 @@ def cmd_build(args: argparse.Namespace) -> int:
         print(report.describe())
         return 0 if report.in_sync else 1
     report = build(root, args.only)
-    print("regenerated exercises/ from solutions/" + ("" if report.in_sync else ":\n" + report.describe()))
+    changed = [f"  changed: {p}" for p in report.stale] + [f"  new: {p}" for p in report.missing] \
+        + [f"  removed: {p}" for p in report.extra]
+    print("regenerated exercises/ from solutions/" + (":\n" + "\n".join(changed) if changed else ": nothing changed"))
     return 0
 
 
