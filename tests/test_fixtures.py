@@ -112,3 +112,24 @@ def test_without_its_fixtures_the_judge_refuses_a_course_model(kernel_side):
     judge.namespace["model"] = fixture_modules({"fixtures": FIXTURES})["fixtures"].TwoTower()
     [error] = [o for o in judge.run_cell("n_parameters(model)") if o["output_type"] == "error"]
     assert "cannot send a TwoTower" in error["evalue"]
+
+
+def test_a_job_carries_the_instructors_fixtures_and_the_kernel_gets_the_released_copy(tmp_path):
+    """Whatever a submission holds under the fixtures' name, the kernel's folder gets the release's
+    file; the judge gets the instructor's source, in the job (so it travels to a Dask worker)."""
+    import pickle
+
+    from autograder.grading.runner import Grader, Result
+    from harness import scratch_course, submission, submit
+
+    root = scratch_course(tmp_path / "c", "a8_devices")
+    (root / "solutions" / "a8_devices" / "fixtures.py").write_text(FIXTURES)
+    (root / "exercises" / "a8_devices" / "fixtures.py").write_text(FIXTURES + "# as released\n")
+    path = submit(root, "a8_devices", "mallory", submission("a8_devices"))
+    (path.parent / "fixtures.py").write_text("class TwoTower:\n    pass\n")
+    (path.parent / "notes.txt").write_text("mine")
+    grader = Grader(root, "a8_devices", log=lambda m: None)
+    job = pickle.loads(pickle.dumps(grader.prepare("mallory", "a8_devices", Result("mallory"))))
+    assert job.fixtures == {"fixtures": FIXTURES}
+    assert job.files["fixtures.py"] == (FIXTURES + "# as released\n").encode()
+    assert job.files["notes.txt"] == b"mine"

@@ -15,9 +15,10 @@ The flow per submission, on nbgrader's own machinery:
 
 Around it: the configuration is nbgrader's (``config.load_config``); an assignment missing from
 the gradebook is added from ``solutions/``, and one that differs from ``solutions/`` is brought in
-line with it (``follow_source``, ``sync.py``); with ``only_changed`` a submission whose folder hashes
-as at its last complete grading, under the same tests, is left alone (``GradingState``); ``stop()`` ends a run within
-seconds, keeping what finished; ``write_report`` puts the run's report in the course.
+line with it (``follow_source``, ``sync.py``); with ``only_changed`` a submission whose folder
+hashes as at its last complete grading, under the same tests, is left alone (``GradingState``);
+``stop()`` ends a run within seconds, keeping what finished; ``write_report`` puts the run's
+report in the course.
 """
 from __future__ import annotations
 
