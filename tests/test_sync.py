@@ -180,3 +180,26 @@ def test_a_cell_of_an_earlier_release_is_restored_silently_a_learners_edit_is_fl
     removed.cells[0].metadata.nbgrader["grade_id"] = "test_y"
     removed.cells[0].metadata.nbgrader["checksum"] = compute_checksum(removed.cells[0])
     assert repair(removed, new) == [], "a test the instructor removed since"
+
+
+def test_a_notebook_added_then_removed_reaches_a_gradebook_with_submissions(tmp_path):
+    from nbgrader.api import Gradebook
+
+    root = scratch_course(tmp_path / "c", A)
+    with Gradebook(f"sqlite:///{root / 'gradebook.db'}") as gb:
+        gb.add_student("alice")
+        gb.add_submission(A, "alice")
+    extra = nbformat.v4.new_notebook()
+    extra.metadata = nbformat.read(root / "solutions" / A / f"{A}.ipynb", as_version=4).metadata
+    extra.cells.append(grade_cell("test_extra", "ck.ok('extra')\n", 2))
+    nbformat.write(extra, root / "solutions" / A / "extra.ipynb")
+    Grader(root, A, log=lambda m: None).follow_source()
+    assert in_sync(root)
+    with Gradebook(f"sqlite:///{root / 'gradebook.db'}") as gb:
+        assert [g.name for g in gb.find_submission_notebook("extra", A, "alice").grades] == ["test_extra"]
+        assert gb.find_submission(A, "alice").max_score == 9 + 2
+    (root / "solutions" / A / "extra.ipynb").unlink()
+    Grader(root, A, log=lambda m: None).follow_source()
+    assert in_sync(root)
+    with Gradebook(f"sqlite:///{root / 'gradebook.db'}") as gb:
+        assert [nb.name for nb in gb.find_submission(A, "alice").notebooks] == [A]
