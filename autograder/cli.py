@@ -44,15 +44,28 @@ def grading_findings():
 
 def cmd_build(args: argparse.Namespace) -> int:
     from .course.build import build, check
-    from .course.layout import find_root
+    from .course.layout import SOURCE_DIR, find_root
+    from .grading.authoring import check_course
 
     root = find_root()
+    if args.only and not (root / SOURCE_DIR / args.only).is_dir():
+        print(f"no assignment {args.only!r} in {SOURCE_DIR}/")
+        return 2
+    problems = check_course(root, SOURCE_DIR, args.only)
+    for problem in problems:
+        print(problem.describe())
+    if problems:
+        print(f"{_plural(len(problems), 'problem')} in {SOURCE_DIR}/: "
+              + ("exercises/ is not compared" if args.check else "exercises/ was left as it was"))
+        return 1
     if args.check:
         report = check(root)
         print(report.describe())
         return 0 if report.in_sync else 1
     report = build(root, args.only)
-    print("regenerated exercises/ from solutions/" + ("" if report.in_sync else ":\n" + report.describe()))
+    changed = [f"  changed: {p}" for p in report.stale] + [f"  new: {p}" for p in report.missing] \
+        + [f"  removed: {p}" for p in report.extra]
+    print("regenerated exercises/ from solutions/" + (":\n" + "\n".join(changed) if changed else ": nothing changed"))
     return 0
 
 
@@ -445,6 +458,50 @@ def _summary(assignment: str, grader, results, wall: float, page) -> int:
     return 1 if failed else 0
 
 
+def cmd_check_assignment(args: argparse.Namespace) -> int:
+    """The authoring check of each assignment named: exit 1 when anything is off."""
+    from .grading.assignment_check import check_assignment
+    from .grading.runner import GradingError, SlotPool
+
+    try:
+        root, cfg = _grading_config(args)
+    except (GradingError, FileNotFoundError) as exc:
+        console.print(f"[red]{_plain(exc, 4000, True)}[/]")
+        return 2
+    from nbgrader.coursedir import CourseDirectory
+
+    source = root / CourseDirectory(config=cfg).source_directory
+    known = sorted(p.name for p in source.iterdir() if p.is_dir()) if source.is_dir() else []
+    names = known if args.all else list(args.assignment or [])
+    unknown = [a for a in names if a not in known]
+    if not names or unknown:
+        console.print(f"[red]{'no assignment ' + repr(unknown[0]) if unknown else 'name an assignment (or --all)'}; "
+                      f"there are: {_plain(', '.join(known) or 'none')}[/]")
+        return 2
+    import contextlib
+
+    from .grading.config import GradeOptions, default_jobs
+    from .grading.sandbox import probe
+
+    worst = 0
+    log = lambda m: console.print(_plain(m, 4000, True), soft_wrap=True)   # noqa: E731
+    jobs = args.jobs or GradeOptions(config=cfg).jobs or default_jobs()
+    shared = SlotPool(jobs, probe() is None) if len(names) > 1 else contextlib.nullcontext(None)
+    with shared as pool:     # several assignments: the slots start once
+        for name in names:
+            verdict = check_assignment(root, name, cfg, jobs=args.jobs, pool=pool, log=log)
+            for line in verdict.passed:
+                console.print(f"[green]\u2713[/] {_plain(line, 4000, True)}", soft_wrap=True)
+            for line in verdict.refusals + verdict.problems:
+                console.print(f"[red]\u2717[/] {_plain(line, 4000, True)}", soft_wrap=True)
+            n = len(verdict.refusals) + len(verdict.problems)
+            console.print(f"{_plain(name)}: {verdict.submissions} submissions graded in {verdict.seconds:.0f} s: "
+                          + ("[green]nothing off[/]" if verdict.ok else f"[red]{_plural(n, 'thing')} off[/]"),
+                          soft_wrap=True)
+            worst = max(worst, 0 if verdict.ok else 1)
+    return worst
+
+
 def _nbgrader(*argv: str, root: Path | None = None) -> int:
     from .course.build import run_nbgrader
     from .course.layout import find_root
@@ -558,6 +615,19 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--max-output", help="output a notebook may print, e.g. 2M (c.SandboxedExecute.output_bytes)")
         p.add_argument("--db", metavar="URL", help="the gradebook (c.CourseDirectory.db_url)")
         p.set_defaults(func=cmd_grade)
+
+        p = sub.add_parser("check-assignment",
+                           help="the authoring check: grade an assignment's reference (full marks), blank release "
+                                "(zero) and answer corpus on a scratch copy of the course, as grade would",
+                           description="Grades, in the sandbox and the judge, on a scratch copy of the course (your "
+                                       "gradebook and folders are not touched): the reference solution, which must "
+                                       "get full marks with no flag; the blank release, which must score zero; and "
+                                       "the answer corpus tests/answers/ASSIGNMENT.py where it exists. Says what is "
+                                       "off, in words, and exits 1 if anything is.")
+        p.add_argument("assignment", nargs="*")
+        p.add_argument("--all", action="store_true", help="every assignment of the course's source folder")
+        p.add_argument("--jobs", type=int, help="submissions graded at once (default: as grade)")
+        p.set_defaults(func=cmd_check_assignment)
 
         p = sub.add_parser("feedback", help="per-student HTML feedback (no hidden tests, no solutions)")
         p.add_argument("assignment")

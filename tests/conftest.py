@@ -26,8 +26,9 @@ import harness
 # rest by whole-file time (see the durations `make test` prints)
 START_ORDER = ["test_browser.py", "test_corpus.py", "test_tamper.py",
                "test_grader_agreement.py", "test_grading.py", "test_nbgrader_plain.py",
-               "test_course.py", "test_course_grader.py", "test_agreement.py", "test_grade_flow.py",
-               "test_kind_module_zoo.py", "test_grading_scale.py", "test_progress.py", "test_real_kernel.py",
+               "test_assignment_check.py", "test_course.py", "test_course_grader.py", "test_agreement.py",
+               "test_grade_flow.py", "test_authoring_guide.py", "test_new_exercise.py", "test_kind_module_zoo.py",
+               "test_sync.py", "test_grading_scale.py", "test_progress.py", "test_real_kernel.py",
                "test_site_handout.py", "test_lectures.py", "test_package.py", "test_checks_properties.py",
                "test_gpu.py"]
 

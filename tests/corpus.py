@@ -17,6 +17,7 @@
 from __future__ import annotations
 
 import importlib
+import shutil
 import subprocess
 import sys
 from functools import lru_cache
@@ -24,7 +25,8 @@ from functools import lru_cache
 import nbformat
 import pytest
 
-from autograder.course.layout import assignments
+from autograder.course.layout import SOURCE_DIR, assignments
+from autograder.grading.judged import fixture_files
 from autograder.grading.runner import Grader, SlotPool
 from autograder.grading.sandbox import bwrap_path
 from autograder.learner.cells import WARNING_PATTERN, role
@@ -86,6 +88,10 @@ def grade_in_process(subs_by_assignment, workdir) -> dict[str, Graded]:
     for assignment, subs in subs_by_assignment.items():
         for student, nb in subs.items():
             nbformat.write(graded_notebook(assignment, nb), workdir / f"{assignment}--{student}.ipynb")
+            cwd = workdir / f"{assignment}--{student}.cwd"     # where inprocess.py runs it: the fixtures too
+            for fixture in fixture_files(ROOT / SOURCE_DIR / assignment):
+                cwd.mkdir(exist_ok=True)
+                shutil.copy2(fixture, cwd / fixture.name)
     proc = subprocess.run([sys.executable, str(ROOT / "tests" / "inprocess.py"), str(workdir)],
                           capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]

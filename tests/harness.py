@@ -3,7 +3,6 @@ them, plain ``nbgrader autograde``, and what a grading run left in the gradebook
 from __future__ import annotations
 
 import os
-import re
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -12,6 +11,7 @@ from typing import Callable
 import nbformat
 import pytest
 
+from autograder.course.answers import Answer, cells_testing  # noqa: F401  (the corpus files import them from here)
 from autograder.course.build import run_nbgrader
 from autograder.learner.cells import RELEASE_DIR, notebooks, role
 from autograder.course.layout import SOURCE_DIR, assignments, fill_answers, solution_sources
@@ -27,20 +27,6 @@ def _no_bubblewrap() -> bool:
 
 # tests that grade in the sandbox: skipped, saying why, only outside CI where bubblewrap is missing
 SANDBOX = pytest.mark.skipif(_no_bubblewrap(), reason="bubblewrap is not installed (make test-deps installs it as root)")
-
-
-@dataclass(frozen=True)
-class Answer:
-    """One learner answer for one solution cell.
-
-    ``message`` (wrong answers only): a piece of text the failing test must print, so the
-    diagnosis is checked, not only the lost points.
-    """
-
-    cell: str          # grade_id of the solution cell
-    why: str           # the mistake (wrong) or the way of writing it (right)
-    source: str        # the whole cell, as a learner would type it
-    message: str | None = None
 
 
 @dataclass
@@ -67,12 +53,6 @@ class Graded:
                         parts.append(f"{o.ename}: {o.evalue}")
                 return "\n".join(parts)
         raise KeyError(grade_id)
-
-
-def cells_testing(nb: nbformat.NotebookNode, solution_id: str) -> set[str]:
-    """The auto-graded test cells that belong to one solution cell: ``test_<id>`` and ``test_<id>_*``."""
-    pattern = re.compile(rf"^test_{re.escape(solution_id)}(_hidden|_\d+)?$")
-    return {role(c).grade_id for c in nb.cells if role(c).is_test and pattern.match(role(c).grade_id or "")}
 
 
 def release_notebook(assignment: str) -> Path:

@@ -1318,3 +1318,21 @@ def test_grade_runs_one_job_more_than_the_cores_unless_told(monkeypatch, tmp_pat
     assert config.default_jobs() == 5
     monkeypatch.setattr(os, "cpu_count", lambda: None)
     assert config.default_jobs() == 2
+
+
+def test_the_guards_report_is_one_write(monkeypatch):
+    """A stream flush between two writes of the report once let a warning on stderr land inside
+    its line, and an honest submission was flagged "the guard's report was garbled"."""
+    import io
+
+    writes: list[str] = []
+
+    class Recording(io.StringIO):
+        def write(self, text):
+            writes.append(text)
+            return len(text)
+
+    guard.install()
+    monkeypatch.setattr("sys.stdout", Recording())
+    guard.restore({})
+    assert writes == [guard.MARK + "[]\n"]

@@ -110,6 +110,18 @@ class SandboxedExecute(Execute):
                       cell_timeout=self.timeout or Limits.cell_timeout, notebook_timeout=self.notebook_timeout,
                       output_bytes=self.output_bytes, processes=self.processes, file_bytes=self.file_bytes)
 
+    def _fixtures(self, assignment: str | None) -> dict[str, str]:
+        """The assignment's fixtures, from the course's source folder (nbgrader has copied them
+        beside the notebook for the kernel already)."""
+        from nbgrader.coursedir import CourseDirectory
+
+        from .judged import fixture_sources
+
+        if not assignment:
+            return {}
+        coursedir = CourseDirectory(config=self.config)
+        return fixture_sources(Path(coursedir.format_path(coursedir.source_directory, ".", assignment)))
+
     def preprocess(self, nb, resources, km=None):
         from .gradebook import share_engines
         from .judged import judged_sources
@@ -129,7 +141,8 @@ class SandboxedExecute(Execute):
         folder = resources.get("metadata", {}).get("path") or "."
         files = submission_files(Path(folder), problems)
         judged = judged_sources(info["db_url"], info["assignment"], notebook) if info.get("db_url") else {}
-        job = Job(student, notebook, dict(add_guards(nb)), files, self.limits(), self.require_sandbox, judged)
+        job = Job(student, notebook, dict(add_guards(nb)), files, self.limits(), self.require_sandbox, judged,
+                  fixtures=self._fixtures(info.get("assignment")))
         pool = _SharedPool.get(sandboxed)
         [(_, outcome, error)] = list(pool.map([job]))
         if error is not None:

@@ -46,6 +46,8 @@ class Job:
     require_sandbox: bool = False    # a worker that cannot sandbox refuses the job
     judged: dict[str, str] = field(default_factory=dict)   # grade_id -> hidden test run by the judge
                                                            # (the gradebook's source, never the notebook's)
+    fixtures: dict[str, str] = field(default_factory=dict)  # module name -> the instructor's fixtures file,
+                                                            # which judged tests import (see judged.py)
 
 
 @dataclass
@@ -92,6 +94,8 @@ class LimitedClient(NotebookClient):
         self.timed_out: set[int] = set()
         self.started_kc = None
         self.judged: dict[str, str] = {}
+        self.fixtures: dict[str, str] = {}
+        self.fixtures_broken = ""    # why the course's fixtures could not be loaded, if they could not
         self.judge = None
         self.judge_flags: list[str] = []
         self.restore_pending = None  # a restore cell waiting for the next request to the kernel
@@ -125,19 +129,28 @@ class LimitedClient(NotebookClient):
     async def _judge_cell(self, cell, cell_index: int, source: str):
         """Run a judged hidden test here, calling the learner's functions in the kernel."""
         from ..judge import Judge
+        from .judged import fixture_modules
 
         settle_memory()
 
         loop = asyncio.get_running_loop()
         deadline = loop.time() + (self.timeout or 60)
         if self.judge is None:
-            self.judge = Judge(None)
+            try:
+                modules, self.fixtures_broken = fixture_modules(self.fixtures), ""
+            except RuntimeError as exc:      # the course's fixtures file is broken: every judged test says so
+                modules, self.fixtures_broken = {}, str(exc)
+            self.judge = Judge(None, fixtures=modules)
 
         def rpc(request: dict):
             return asyncio.run_coroutine_threadsafe(self._rpc(request, deadline), loop).result()
 
         self.judge.rpc = rpc
-        outputs = await loop.run_in_executor(None, self.judge.run_cell, source)
+        if self.fixtures_broken:
+            outputs = [{"output_type": "error", "ename": "FixturesError", "evalue": self.fixtures_broken,
+                        "traceback": [f"FixturesError: {self.fixtures_broken}"]}]
+        else:
+            outputs = await loop.run_in_executor(None, self.judge.run_cell, source)
         if self.restore_pending is not None:   # the test sent nothing to the kernel: restore on its own
             pending, self.restore_pending = self.restore_pending, None
             await super().async_execute_cell(pending, cell_index - 1)
@@ -453,6 +466,7 @@ async def _execute(job: Job, slot: Slot) -> Outcome:
             resources={"metadata": {"path": str(slot.dir)}},
         )
         client.judged = dict(job.judged)
+        client.fixtures = dict(job.fixtures)
         watchdog.start()
         if job.limits.cpu_seconds:
             threading.Thread(target=watch_cpu, args=(slot.cpu_seconds(),), daemon=True).start()

@@ -14,9 +14,11 @@ The flow per submission, on nbgrader's own machinery:
    work as after ``nbgrader autograde``, and honest submissions get the same scores.
 
 Around it: the configuration is nbgrader's (``config.load_config``); an assignment missing from
-the gradebook is added from ``solutions/``; with ``only_changed`` a submission whose folder hashes
-as at its last complete grading is left alone (``GradingState``); ``stop()`` ends a run within
-seconds, keeping what finished; ``write_report`` puts the run's report in the course.
+the gradebook is added from ``solutions/``, and one that differs from ``solutions/`` is brought in
+line with it (``follow_source``, ``sync.py``); with ``only_changed`` a submission whose folder
+hashes as at its last complete grading, under the same tests, is left alone (``GradingState``);
+``stop()`` ends a run within seconds, keeping what finished; ``write_report`` puts the run's
+report in the course.
 """
 from __future__ import annotations
 
@@ -235,8 +237,9 @@ def submission_hash(folder: Path, big: int = 256 << 20) -> str:
 
 class GradingState:
     """What the last complete grading of each student found, in a small JSON file in the course
-    (``<report_directory>/<assignment>/grading-state.json``): the submitted folder's hash, and
-    the flags, problems, timeouts and time the report shows for students not graded again.
+    (``<report_directory>/<assignment>/grading-state.json``): the submitted folder's hash, the
+    tests it was graded with (``Grader.tests_key``), and the flags, problems, timeouts and time
+    the report shows for students not graded again.
 
     It lives beside the report, not in the gradebook, because nbgrader's schema has no place
     for it (and a PostgreSQL gradebook is shared by checkouts that each have their own
@@ -312,13 +315,16 @@ def read_notebook(path: Path) -> tuple[nbformat.NotebookNode | None, str | None]
     return nb, None
 
 
-def repair(nb: nbformat.NotebookNode, release: nbformat.NotebookNode) -> list[str]:
+def repair(nb: nbformat.NotebookNode, release: nbformat.NotebookNode, retired=frozenset()) -> list[str]:
     """Give every graded or locked cell the metadata of the release; report what was changed.
 
     Learners' edits that would make nbgrader fail (or grade the wrong thing) are undone here:
     a cell copy-pasted twice keeps its nbgrader metadata once (the last copy of an answer, the
     first of anything else), edited flags or points go back to the release's, and cells
-    claiming a grade id the release does not have lose their metadata.
+    claiming a grade id the release does not have lose their metadata.  A locked cell exactly as
+    an earlier release made it (its nbgrader checksum holds) is the instructor's change, not the
+    learner's, and goes back silently; so do the cells of ``retired`` grade ids (removed from the
+    source in this run).
     """
     reference = {role(c).grade_id: c for c in release.cells if role(c).grade_id}
     flags: list[str] = []
@@ -330,8 +336,9 @@ def repair(nb: nbformat.NotebookNode, release: nbformat.NotebookNode) -> list[st
             continue
         gid = meta.get("grade_id")
         if gid not in reference:
+            if gid not in retired and not _as_released(cell):
+                flags.append(f"cell with unknown grade id {gid!r} is not graded")
             cell.metadata.pop("nbgrader", None)
-            flags.append(f"cell with unknown grade id {gid!r} is not graded")
             continue
         positions.setdefault(gid, []).append(i)
     for gid, where in positions.items():
@@ -346,7 +353,7 @@ def repair(nb: nbformat.NotebookNode, release: nbformat.NotebookNode) -> list[st
         if cell.metadata["nbgrader"] != ref.metadata["nbgrader"]:
             changed = [k for k in ("grade", "solution", "locked", "points", "task")
                        if cell.metadata["nbgrader"].get(k) != ref.metadata["nbgrader"].get(k)]
-            if changed:
+            if changed and not _as_released(cell):
                 flags.append(f"nbgrader metadata of {gid!r} was edited ({', '.join(changed)}); restored")
             cell.metadata["nbgrader"] = dict(ref.metadata["nbgrader"])
         if cell.cell_type != ref.cell_type:
@@ -359,6 +366,18 @@ def repair(nb: nbformat.NotebookNode, release: nbformat.NotebookNode) -> list[st
                 cell.pop("outputs", None)
                 cell.pop("execution_count", None)
     return flags
+
+
+def _as_released(cell) -> bool:
+    """A locked, non-answer cell whose nbgrader checksum holds: as some release of the instructor's
+    made it (an answer's checksum never holds once written, so answers are never taken for one)."""
+    from nbgrader.utils import compute_checksum, is_locked, is_solution
+
+    try:
+        return (not is_solution(cell) and is_locked(cell)
+                and cell.metadata["nbgrader"].get("checksum") == compute_checksum(cell))
+    except Exception:       # malformed metadata: not as released
+        return False
 
 
 # ---------------------------------------------------------------------------------------------
@@ -405,6 +424,8 @@ class Grader:
         self.events: Callable[[str, int, int], None] | None = None   # (phase, done, total)
         self.state = GradingState(self.report_dir / "grading-state.json")
         self._lists: dict[str, list[type]] = {}   # the configured preprocessor lists, read once
+        self.generated: dict[str, nbformat.NotebookNode] = {}   # the release nbgrader made in this run, if any
+        self.retired: set[str] = set()        # grade ids the source folder no longer has (follow_source)
         # a real sandbox is started before anything is graded: bwrap on PATH is not enough
         problem = probe() if pool is None or pool.sandboxed else "the slot pool given runs without a sandbox"
         self.sandboxed = problem is None
@@ -447,6 +468,7 @@ class Grader:
     def _notebook_ids(self) -> list[str]:
         from nbgrader.api import MissingEntry
 
+        self.follow_source()
         for attempt in range(2):
             with self._gradebook() as gb:
                 try:
@@ -460,18 +482,48 @@ class Grader:
             raise GradingError(f"assignment {self.assignment!r} has no notebooks in the gradebook")
         return names
 
-    def add_assignment(self) -> None:
+    def follow_source(self) -> None:
+        """Bring the gradebook's assignment in line with the source folder when they differ (an
+        edit of ``solutions/``): first what nbgrader refuses once there are submissions (cells and
+        notebooks added or removed), then ``generate_assignment --force`` (see ``sync.py``)."""
+        from . import sync
+
+        source = self._path(self.coursedir.source_directory)
+        if not source.is_dir():
+            return
+        with self._gradebook() as gb:
+            current = sync.from_gradebook(gb, self.assignment)
+        if not current:
+            return           # not in the gradebook yet: add_assignment adds it
+        wanted = sync.from_source(source, self.assignment, self.config)
+        changes = sync.compare(wanted, current)
+        if changes.none:
+            return
+        with self._gradebook() as gb:
+            dropped = sync.make_room(gb, self.assignment, wanted, changes)
+        self.add_assignment(f"{self.coursedir.source_directory}/{self.assignment} changed since the gradebook "
+                            f"took it ({changes.describe()}): updating the gradebook (nbgrader generate_assignment"
+                            f"{', hand grades kept' if not dropped else ''})")
+        with self._gradebook() as gb:
+            sync.complete_submissions(gb, self.assignment)
+        self.retired = {cell for _, _, cell in changes.removed}
+        if dropped:
+            self.log(f"hand grades dropped with the cells removed from {self.coursedir.source_directory}/: "
+                     f"{', '.join(dropped)}; the others are kept")
+
+    def add_assignment(self, why: str | None = None) -> None:
         """Put the assignment in the gradebook from ``solutions/``, as ``nbgrader generate_assignment``
         does, without touching the committed ``exercises/`` (nbgrader itself would skip an
-        assignment whose release exists).  nbgrader runs on a copy, writing to this gradebook."""
+        assignment whose release exists).  nbgrader runs on a copy, writing to this gradebook; the
+        release it makes is what this run repairs submissions against (``generated``)."""
         from ..course.build import run_nbgrader
 
         source = self._path(self.coursedir.source_directory)
         if not source.is_dir():
             raise GradingError(f"no assignment {self.assignment!r} in {self.coursedir.source_directory}/, so "
                                f"nbgrader generate_assignment cannot add it to the gradebook")
-        self.log(f"adding {self.assignment} to the gradebook from {self.coursedir.source_directory}/ "
-                 f"(nbgrader generate_assignment)")
+        self.log(why or f"adding {self.assignment} to the gradebook from {self.coursedir.source_directory}/ "
+                        f"(nbgrader generate_assignment)")
         with tempfile.TemporaryDirectory(prefix="copy-that-release-") as tmp:
             work = Path(tmp)
             if (self.root / "nbgrader_config.py").is_file():
@@ -488,10 +540,21 @@ class Grader:
                 raise GradingError(f"nbgrader generate_assignment {self.assignment} failed:\n"
                                    f"{(done.stdout + done.stderr)[-3000:]}")
             release = self._path(self.coursedir.release_directory)
+            made = work / self.coursedir.release_directory / self.assignment
             if not release.exists():    # no committed release: nbgrader's own goes in its place
-                shutil.copytree(work / self.coursedir.release_directory / self.assignment, release)
+                shutil.copytree(made, release)
+            self.generated = {p.stem: nbformat.read(p, as_version=4) for p in sorted(made.glob("*.ipynb"))}
+            stale = [p.name for p in made.glob("*.ipynb")
+                     if not (release / p.name).is_file() or (release / p.name).read_bytes() != p.read_bytes()]
+            if stale:
+                self.log(f"{self.coursedir.release_directory}/{self.assignment} is not what "
+                         f"{self.coursedir.source_directory}/ makes ({', '.join(sorted(stale))}): this run grades "
+                         f"with the new release; give it to learners with `python -m autograder build --only "
+                         f"{self.assignment}`")
 
     def _release(self, notebook: str) -> nbformat.NotebookNode:
+        if notebook in self.generated:
+            return nbformat.from_dict(self.generated[notebook])
         path = self._path(self.coursedir.release_directory) / f"{notebook}.ipynb"
         if not path.exists():
             raise GradingError(f"no released notebook {path}: run `nbgrader generate_assignment {self.assignment}`")
@@ -531,15 +594,17 @@ class Grader:
             result.graded = False
             nb = self._release(notebook)   # graded as the blank release: zero, and formgrader has a page
         else:
-            result.flags += repair(nb, self._release(notebook))
+            result.flags += repair(nb, self._release(notebook), self.retired)
         nb, _ = self._run_preprocessors(self._configured("sanitize_preprocessors"), nb,
                                         self._resources(student, notebook))
         require_python_kernel(nb)
         add_guards(nb)
         # the submission's own files; never a notebook: the one being graded holds the hidden tests
         files = submission_files(path.parent, result.problems)
+        fixtures, released = self._fixtures()
+        files.update(released)    # the released fixtures, over whatever the submission holds under their names
         return Job(student, notebook, dict(nb), files, self.limits, self.require_sandbox,
-                   judged=self._judged(notebook))
+                   judged=self._judged(notebook), fixtures=fixtures)
 
     def _judged(self, notebook: str) -> dict[str, str]:
         """The notebook's hidden tests that the judge runs, read from the gradebook once."""
@@ -549,6 +614,20 @@ class Grader:
         if notebook not in cache:
             cache[notebook] = judged_sources(self.db_url, self.assignment, notebook)
         return cache[notebook]
+
+    def _fixtures(self) -> tuple[dict[str, str], dict[str, bytes]]:
+        """The assignment's fixtures, read once: module name -> the instructor's source (for the
+        judge), and file name -> the released copy (for the kernel's folder; the source's copy
+        where the release has none)."""
+        from .judged import fixture_files, fixture_sources
+
+        if "_fixtures_read" not in self.__dict__:
+            source = self._path(self.coursedir.source_directory)
+            release = self._path(self.coursedir.release_directory)
+            released = {p.name: ((release / p.name) if (release / p.name).is_file() else p).read_bytes()
+                        for p in fixture_files(source)}
+            self._fixtures_read = (fixture_sources(source), released)
+        return self._fixtures_read
 
     # -- step 3 ------------------------------------------------------------------------------------
     def _staged(self, student: str) -> Path:
@@ -676,6 +755,7 @@ class Grader:
         warnings.filterwarnings("ignore", category=SAWarning)
         settle_memory()
         notebooks = self._notebook_ids()
+        self.tests_key()
         self.started_at = time.monotonic()
         self.unchanged, self.interrupted = [], []
         hashes = self._hashes()
@@ -711,24 +791,48 @@ class Grader:
         return out
 
     def _unchanged(self, hashes: dict[str, str]) -> list[str]:
-        """Students whose submitted folder hashes as at their last complete grading, whose grades
-        are still in the gradebook and whose results are still in ``autograded/``."""
+        """Students whose submitted folder hashes as at their last complete grading, graded with
+        the same tests (``tests_key``), whose grades are still in the gradebook and whose results
+        are still in ``autograded/``."""
         state = self.state.read()
         with self._gradebook() as gb:
             try:
                 in_gradebook = {s.student.id for s in gb.find_assignment(self.assignment).submissions}
             except Exception:
                 in_gradebook = set()
-        return [s for s in self.students
+        same = [s for s in self.students
                 if s not in self.named and hashes.get(s) and isinstance(state.get(s), dict)
                 and state[s].get("hash") == hashes[s] and s in in_gradebook
                 and self._path(self.coursedir.autograded_directory, s).is_dir()]
+        key = self.tests_key()
+        retested = [s for s in same if state[s].get("tests") != key]
+        if any(state[s].get("tests") for s in retested):
+            self.log(f"the tests of {self.assignment} changed since the last grading: "
+                     f"{len(retested)} submission{'s' if len(retested) != 1 else ''} re-graded")
+        return [s for s in same if s not in retested]
+
+    def tests_key(self) -> str:
+        """A hash of the tests every submission is graded with: the gradebook's cells of the
+        assignment and its fixtures (see ``sync.tests_key``), read once a run."""
+        import hashlib
+
+        from . import sync
+
+        if "_tests_key" not in self.__dict__:
+            with self._gradebook() as gb:
+                cells = sync.from_gradebook(gb, self.assignment)
+            sources, released = self._fixtures()
+            fixtures = {**sources, **{f"released {k}": hashlib.sha256(v).hexdigest() for k, v in released.items()}}
+            self._tests_key = sync.tests_key(cells, fixtures)
+        return self._tests_key
 
     def _save_state(self, finished: list[Result]) -> None:
         from datetime import datetime, timezone
 
         when = datetime.now(timezone.utc).isoformat(timespec="seconds")
-        entries = {r.student: {"hash": r.hash if not r.failed else "", "score": r.score, "auto_score": r.auto_score,
+        tests = self.__dict__.get("_tests_key", "")
+        entries = {r.student: {"hash": r.hash if not r.failed else "", "tests": tests, "score": r.score,
+                               "auto_score": r.auto_score,
                                "max_score": r.max_score, "flags": r.flags, "problems": r.problems,
                                "timeouts": r.timeouts, "seconds": round(r.seconds, 3), "graded": r.graded,
                                "failed": r.failed, "when": when}

@@ -10,6 +10,7 @@ too is flagged.
 from __future__ import annotations
 
 import json
+import sys
 import types
 
 MARK = "@@copy-that-guard@@"
@@ -57,7 +58,9 @@ def restore(user_ns: dict) -> None:
         if alias in user_ns and user_ns[alias] is not module:
             changed.append(f"the name {alias!r}")
             user_ns[alias] = module
-    print(MARK + json.dumps(sorted(set(changed))))
+    # one write: print() writes the line and its end apart, and a stream flush between the two let
+    # a warning the next call printed on stderr land inside the report's line ("garbled")
+    sys.stdout.write(MARK + json.dumps(sorted(set(changed))) + "\n")
 
 
 INSTALL_SOURCE = "import autograder.kernel.guard as __copy_that_guard\n__copy_that_guard.install()"

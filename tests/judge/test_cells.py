@@ -15,11 +15,15 @@ from judge_helpers import errors_of, fails, kernel, passes, run
 STORAGE = "def shares_memory(a, b):\n    return a.untyped_storage().data_ptr() == b.untyped_storage().data_ptr()\n"
 
 
-def test_only_cells_with_the_marker_line_are_judged():
+def test_every_test_is_judged_but_a_visible_one_that_opts_out():
     assert is_judged("# Hidden tests\n### BEGIN HIDDEN TESTS\n# graded outside your kernel\nx = 1\n### END HIDDEN TESTS")
     assert is_judged("# graded outside your kernel\nx = 1")
-    assert not is_judged("### BEGIN HIDDEN TESTS\nx = 1\n### END HIDDEN TESTS")
-    assert not is_judged("x = 1  # graded outside your kernel")
+    assert is_judged("### BEGIN HIDDEN TESTS\nx = 1\n### END HIDDEN TESTS")
+    assert is_judged("x = 1\nck.ok('done')")
+    assert not is_judged("# runs in your kernel\nx = 1")
+    assert is_judged("x = 1  # runs in your kernel"), "the opt-out is a line of its own"
+    # a hidden test never runs in the kernel, whatever it says (build refuses it too)
+    assert is_judged("# runs in your kernel\n### BEGIN HIDDEN TESTS\nx = 1\n### END HIDDEN TESTS")
 
 
 def test_the_agent_is_loaded_under_the_name_the_judge_calls():
