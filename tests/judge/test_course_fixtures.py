@@ -2,7 +2,7 @@
 their model classes go to the learner's function by value, the judge loads the instructor's copy
 and the kernel imports the released one from its working folder.
 
-The in-process tests put the kernel's agent behind an rpc, as tests/test_judge.py does; the end
+The in-process tests put the kernel's agent behind an rpc, as the other judge tests do; the end
 to end one grades a scratch course in the sandbox."""
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ import sys
 
 import pytest
 
-from autograder.grading.judge import Judge
+from autograder.judge import Judge
 from autograder.grading.judged import fixture_modules
-from autograder.kernel import judge_agent
+from autograder.judge import agent as judge_agent
 
 FIXTURES = '''
 import torch
@@ -91,7 +91,7 @@ def test_the_judged_import_gives_the_instructors_module_never_the_kernels(kernel
     kernels = importlib.import_module("fixtures")          # what a learner's process would hold
     errors, judge = run("", "import fixtures as f\nck.check_equal(f.__file__, 'fixtures.py', 'where')\n")
     assert errors == []
-    assert judge.namespace["f"] is judge.fixtures["fixtures"] is not kernels
+    assert judge.namespace["f"] is judge.session.fixtures["fixtures"] is not kernels
 
 
 def test_a_fixtures_file_that_fails_to_load_says_which():
