@@ -435,9 +435,13 @@ def cmd_similarity(args: argparse.Namespace) -> int:
     """Pairs of submissions whose answers are unusually alike, read from submitted/ (never run)."""
     from nbgrader.coursedir import CourseDirectory
 
-    root, cfg = _grading_config(args)
+    try:
+        root, cfg = _grading_config(args)
+    except FileNotFoundError as exc:
+        console.print(f"[red]{_plain(exc, 4000, True)}[/]")
+        return 2
     source = root / CourseDirectory(config=cfg).source_directory
-    known = sorted(p.name for p in source.iterdir() if p.is_dir())
+    known = sorted(p.name for p in source.iterdir() if p.is_dir()) if source.is_dir() else []
     assignments = known if args.all else list(args.assignment or [])
     unknown = [a for a in assignments if a not in known]
     if unknown or not assignments:
