@@ -260,3 +260,39 @@ def test_grade_with_similarity_writes_the_page_the_report_links_it_and_no_grade_
                            capture_output=True, text=True, timeout=300)
     assert again.returncode == 0, again.stdout + again.stderr
     assert (course / "gradebook.db").read_bytes() == gradebook, "comparing answers changes nothing in the gradebook"
+
+
+def test_cell_metadata_that_no_tool_writes_is_listed_not_fatal(tmp_path):
+    """A grade id that is a list (the grader's repair cannot hash it), cell metadata that is a list:
+    that notebook is listed, the others are compared."""
+    import json
+
+    from autograder.grading.config import load_config
+
+    course = course_copy(tmp_path)
+    good = json.loads(nbformat.writes(planted.in_skeleton(
+        nbformat.read(ROOT / "exercises" / "a1_views" / "a1_views.ipynb", as_version=4), planted.P2_ORIGINAL)))
+    odd_id, odd_meta = json.loads(json.dumps(good)), json.loads(json.dumps(good))
+    for cell in odd_id["cells"]:
+        if "nbgrader" in cell["metadata"]:
+            cell["metadata"]["nbgrader"]["grade_id"] = ["shares_memory"]
+    odd_meta["cells"][3]["metadata"] = []
+    for student, nb in (("good", good), ("odd_id", odd_id), ("odd_meta", odd_meta)):
+        submit(course, "a1_views", student, json.dumps(nb).encode())
+    collected = collect(course, "a1_views", load_config(course))
+    assert collected.skipped["odd_id"] == ["a1_views.ipynb has cell metadata that cannot be read (TypeError): "
+                                           "not compared"]
+    assert collected.skipped["odd_meta"][0].startswith("a1_views.ipynb is not a notebook")
+    assert "good" in collected.answers[("a1_views", "shares_memory")] and "good" not in collected.skipped
+
+
+def test_the_command_names_the_assignments_when_given_none_or_an_unknown_one(tmp_path):
+    course = course_copy(tmp_path)
+    for argv in ([], ["a0_nothing"]):
+        proc = subprocess.run([sys.executable, "-m", "autograder", "similarity", *argv], cwd=course,
+                              capture_output=True, text=True, timeout=300)
+        assert proc.returncode == 2 and "there are: a1_views" in proc.stdout, proc.stdout + proc.stderr
+    proc = subprocess.run([sys.executable, "-m", "autograder", "similarity", "--all"], cwd=course,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0 and "a1_views: similarity: no submissions found, no page written" in proc.stdout
+    assert not (course / "reports").exists()

@@ -119,8 +119,14 @@ def collect(root: Path, assignment: str, config: Config | None = None,
             if nb is None:
                 found.skipped.setdefault(student, []).append(_clean(problem))
                 continue
-            repair(nb, release)
-            for gid, (kind, source) in answer_cells(nb).items():
+            try:
+                repair(nb, release)
+                cells = answer_cells(nb)
+            except Exception as exc:     # metadata no notebook tool writes (a list for a grade id...)
+                found.skipped.setdefault(student, []).append(
+                    f"{name}.ipynb has cell metadata that cannot be read ({type(exc).__name__}): not compared")
+                continue
+            for gid, (kind, source) in cells.items():
                 key = (name, gid)
                 if key not in skeletons or skeletons[key][0] != kind:
                     continue
