@@ -406,6 +406,8 @@ def _grade_one(args, root, cfg, options, assignment: str, pool_for) -> int:
     finally:
         signal.signal(signal.SIGINT, previous)
     wall = time.monotonic() - start
+    if options.similarity:
+        _similarity_one(grader.root, cfg, assignment)
     try:
         from .grading.misconception_counts import misconception_counts
     except ImportError:        # the report leaves its misconceptions section out
@@ -500,6 +502,38 @@ def cmd_check_assignment(args: argparse.Namespace) -> int:
                           soft_wrap=True)
             worst = max(worst, 0 if verdict.ok else 1)
     return worst
+
+
+def _similarity_one(root: Path, cfg, assignment: str) -> int:
+    """Compare one assignment's submitted answers and print where the page is; never raises."""
+    from .grading.similarity import run
+
+    try:
+        result = run(root, assignment, cfg)
+    except Exception as exc:    # the grades are untouched whatever happens here
+        console.print(f"[red]{_plain(assignment)}: no similarity report: {type(exc).__name__}: {_plain(exc)}[/]")
+        return 1
+    console.print(_plain(result.summary(Path.cwd()), 2000), soft_wrap=True)
+    return 0
+
+
+def cmd_similarity(args: argparse.Namespace) -> int:
+    """Pairs of submissions whose answers are unusually alike, read from submitted/ (never run)."""
+    from nbgrader.coursedir import CourseDirectory
+
+    try:
+        root, cfg = _grading_config(args)
+    except FileNotFoundError as exc:
+        console.print(f"[red]{_plain(exc, 4000, True)}[/]")
+        return 2
+    source = root / CourseDirectory(config=cfg).source_directory
+    known = sorted(p.name for p in source.iterdir() if p.is_dir()) if source.is_dir() else []
+    assignments = known if args.all else list(args.assignment or [])
+    unknown = [a for a in assignments if a not in known]
+    if unknown or not assignments:
+        console.print(f"[red]name an assignment (or --all); there are: {', '.join(known)}[/]")
+        return 2
+    return max(_similarity_one(root, cfg, a) for a in assignments)
 
 
 def _nbgrader(*argv: str, root: Path | None = None) -> int:
@@ -614,6 +648,8 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--processes", type=int, help="processes and threads per submission (c.SandboxedExecute.processes)")
         p.add_argument("--max-output", help="output a notebook may print, e.g. 2M (c.SandboxedExecute.output_bytes)")
         p.add_argument("--db", metavar="URL", help="the gradebook (c.CourseDirectory.db_url)")
+        p.add_argument("--similarity", action="store_true", default=None,
+                       help="also write the similarity report of each assignment (c.GradeOptions.similarity)")
         p.set_defaults(func=cmd_grade)
 
         p = sub.add_parser("check-assignment",
@@ -628,6 +664,16 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--all", action="store_true", help="every assignment of the course's source folder")
         p.add_argument("--jobs", type=int, help="submissions graded at once (default: as grade)")
         p.set_defaults(func=cmd_check_assignment)
+
+
+        p = sub.add_parser("similarity", help="pairs of submissions whose answers are unusually alike "
+                                              "(evidence for a person, never a grade)",
+                           description="Reads submitted/<student>/ASSIGNMENT/ (never runs it) and writes "
+                                       "reports/ASSIGNMENT/similarity.html and similarity.csv. Options: "
+                                       "c.SimilarityOptions in nbgrader_config.py.")
+        p.add_argument("assignment", nargs="*", help="one or more assignments")
+        p.add_argument("--all", action="store_true", help="every assignment in the course's source folder")
+        p.set_defaults(func=cmd_similarity)
 
         p = sub.add_parser("feedback", help="per-student HTML feedback (no hidden tests, no solutions)")
         p.add_argument("assignment")

@@ -45,6 +45,9 @@ class GradeOptions(Configurable):
     report_directory = Unicode("reports", help="Where each run's report goes, relative to the course "
                                                "root: <report_directory>/<assignment>/report.html "
                                                "and report.csv.").tag(config=True)
+    similarity = Bool(False, help="After grading, write the similarity report of the assignment "
+                                  "(<report_directory>/<assignment>/similarity.html; options: "
+                                  "c.SimilarityOptions).").tag(config=True)
     progress_seconds = Integer(10, help="Without a terminal, a progress line at least this often "
                                         "(and every 10 submissions).").tag(config=True)
 
@@ -62,6 +65,7 @@ ALIASES = {
     "cpu_seconds": "SandboxedExecute.cpu_seconds",
     "max_output": "SandboxedExecute.output_bytes",
     "db": "CourseDirectory.db_url",
+    "similarity": "GradeOptions.similarity",
 }
 
 

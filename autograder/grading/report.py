@@ -73,6 +73,7 @@ class Report:
     max_score: float | None
     wall_seconds: float
     misconceptions: dict[str, int] | None = None
+    similarity_page: str | None = None    # similarity.html beside the report, when there is one
 
 
 def _first_line(text: str, limit: int = 200) -> str:
@@ -314,8 +315,11 @@ def render_html(report: Report) -> str:
         f"<meta http-equiv=\"Content-Security-Policy\" content=\"{_CSP}\">",
         f"<title>{_e(report.assignment)}: grading report</title><style>{_STYLE}</style></head><body>",
         f"<h1>{_e(report.assignment)}: grading report</h1>",
-        "<h2>Counts</h2><table>",
     ]
+    if report.similarity_page:
+        parts.append(f"<p><a href=\"{_e(report.similarity_page)}\">Similar answers</a>: pairs of submissions "
+                     "whose answers are unusually alike (evidence for a person to read, never a grade).</p>")
+    parts.append("<h2>Counts</h2><table>")
     parts += [f"<tr><th>{_e(k)}</th><td class=\"n\">{v}</td></tr>" for k, v in report.counts.items()]
     parts += [f"<tr><th>mean score</th><td class=\"n\">{_num(report.mean)}</td></tr>",
               f"<tr><th>median score</th><td class=\"n\">{_num(report.median)}</td></tr>",
@@ -356,6 +360,8 @@ def write_report(report: Report, folder: Path) -> Path:
     """report.html, report.csv and cells.csv in ``folder``; the HTML's path."""
     folder.mkdir(parents=True, exist_ok=True)
     write_csv(report, folder)
+    if (folder / "similarity.html").is_file():
+        report.similarity_page = "similarity.html"
     page = folder / "report.html"
     tmp = folder / ".report.html.tmp"
     tmp.write_text(render_html(report), encoding="utf-8")
