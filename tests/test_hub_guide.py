@@ -163,3 +163,140 @@ def test_a_students_jupyterlab_in_that_environment_hides_the_tools_and_serves_th
     finally:
         stop(proc, group=True, grace=30)
         log.close()
+
+
+# --- the guide itself ---------------------------------------------------------------------------
+
+OFFICIAL_HOSTS = {"kubernetes.io", "download.pytorch.org", "hub.jupyter.org"}   # named sources
+EXAMPLE_HOSTS = {"hub.example.org", "registry.example.org"}                     # placeholders
+
+
+def guide() -> str:
+    return GUIDE.read_text()
+
+
+def code_blocks(text: str, lang: str) -> list[str]:
+    return re.findall(rf"^ *```{lang}\n(.*?)^ *```", text, re.S | re.M)
+
+
+def slug(heading: str) -> str:
+    """A heading's anchor, as GitHub makes it."""
+    text = re.sub(r"[`*_]", "", heading.strip().lower())
+    return re.sub(r"[^\w\- ]", "", text).replace(" ", "-")
+
+
+def test_the_guide_lists_every_example_file_and_only_existing_ones():
+    named = set(re.findall(r"\(examples/([^)#\s]+)\)", guide()))
+    files = {str(p.relative_to(EXAMPLES)) for p in EXAMPLES.rglob("*") if p.is_file() and "__pycache__" not in p.parts}
+    assert named == files
+
+
+def test_links_lead_to_files_headings_or_official_sources():
+    text = guide()
+    anchors = {slug(h) for h in re.findall(r"^#+ (.+)$", text, re.M)}
+    links = re.findall(r"\]\(([^)\s]+)\)", text)
+    assert links
+    for link in links:
+        target, _, anchor = link.partition("#")
+        if target.startswith(("http://", "https://")):
+            continue
+        if target:
+            assert (GUIDE.parent / target).exists(), link
+        else:
+            assert anchor in anchors, f"no heading for #{anchor}"
+    hosts = {re.match(r"https?://([^/:]+)", u).group(1) for u in re.findall(r"https?://[^\s)`\"']+", text)}
+    sites = {h for h in hosts if not _private_address(h)}      # a listening address names no site
+    assert sites <= OFFICIAL_HOSTS | EXAMPLE_HOSTS, sites - OFFICIAL_HOSTS - EXAMPLE_HOSTS
+
+
+def _private_address(host: str) -> bool:
+    import ipaddress
+
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return address.is_private or address.is_unspecified or address.is_loopback
+
+
+def test_every_shell_block_and_script_parses():
+    blocks = code_blocks(guide(), "bash")
+    assert len(blocks) >= 10
+    for block in blocks:
+        proc = subprocess.run(["bash", "-n"], input=block, capture_output=True, text=True)
+        assert proc.returncode == 0, f"{proc.stderr}\n{block}"
+    for script in EXAMPLES.rglob("*.sh"):
+        proc = subprocess.run(["sh", "-n", str(script)], capture_output=True, text=True)
+        assert proc.returncode == 0, proc.stderr
+
+
+def test_the_guides_disable_lines_are_the_scripts():
+    script = [line for line in (EXAMPLES / "learner-lab.sh").read_text().splitlines()
+              if re.match(r"jupyter (server extension|labextension) disable", line)]
+    shown = [line for block in code_blocks(guide(), "bash") for line in block.splitlines()
+             if re.match(r"jupyter (server extension|labextension) disable", line)]
+    assert script and shown == script
+
+
+def test_guide_and_code_agree_on_the_default_number_of_jobs(monkeypatch):
+    from autograder.grading import config
+
+    monkeypatch.setattr(os, "cpu_count", lambda: 7)
+    assert config.default_jobs() == 8
+    text = " ".join(guide().split())
+    assert "one more than the number of cores" in text
+    assert not re.search(r"default:? (is )?the number of cores", text)
+    assert "one more than the number of cores" in config.GradeOptions.jobs.help
+
+
+def test_class_data_and_grading_output_are_ignored_by_git():
+    paths = ["reports/a1_views/report.html", "reports/a1_views/report.csv", "canvas.csv", "grades.csv",
+             "students.csv", ".copy-that-staging-a1_views-x1y2/alice/a1_views.ipynb", ".nbgrader.log",
+             "gradebook.db", "submitted/alice/a1_views/a1_views.ipynb", "autograded/alice/a1_views/a1_views.ipynb",
+             "feedback/alice/a1_views/a1_views.html", "release/a1_views/a1_views.ipynb"]
+    proc = subprocess.run(["git", "check-ignore", "--no-index", *paths], cwd=ROOT, capture_output=True, text=True)
+    assert sorted(proc.stdout.split()) == sorted(paths)
+    # and nothing the repository tracks
+    tracked = subprocess.run(["git", "ls-files", "-ci", "--exclude-standard"], cwd=ROOT, capture_output=True, text=True)
+    assert tracked.stdout == ""
+    for kept in ("exercises/a1_views/a1_views.ipynb", "docs/examples/z2jh/config.yaml", "course/00_start_here.ipynb"):
+        assert subprocess.run(["git", "check-ignore", "-q", "--no-index", kept], cwd=ROOT).returncode == 1, kept
+
+
+def test_the_capacity_figures_script_runs_and_reports_a_kernels_memory_and_cpu(tmp_path):
+    out = tmp_path / "cost.json"
+    proc = subprocess.run([sys.executable, str(ROOT / "bench" / "kernel_cost.py"), "--kernels", "1", "--json", str(out)],
+                          cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "import torch" in proc.stdout and "PSS" in proc.stdout
+    median = json.loads(out.read_text())["median"]
+    # torch is in the kernel: far more than an idle interpreter, and some CPU to load it
+    assert median["rss_mib"] > 150 and 0 < median["pss_mib"] <= median["rss_mib"] and median["cpu_s"] > 0.5
+    assert "bench/kernel_cost.py" in guide()
+
+
+# --- nbgrader's configuration, everywhere ----------------------------------------------------
+
+def load_py(path: Path):
+    from traitlets.config import PyFileConfigLoader
+
+    return PyFileConfigLoader(path.name, path=str(path.parent)).load_config()
+
+
+def test_hub_nbgrader_config_with_the_grader_s_and_the_course_s_gives_the_settings_grading_relies_on():
+    from traitlets.config import Config
+    from traitlets.utils.importstring import import_item
+
+    hub, grader = load_py(EXAMPLES / "nbgrader_config.py"), load_py(EXAMPLES / "grader_nbgrader_config.py")
+    course = load_py(ROOT / "nbgrader_config.py")
+    assert hub.CourseDirectory.course_id == "copy-that"
+    assert hub.Exchange.root == "/srv/nbgrader/exchange" and hub.Exchange.path_includes_course is True
+    assert import_item(hub.Authenticator.plugin_class).__name__ == "JupyterHubAuthPlugin"
+    merged = Config()
+    for layer in (hub, grader, course):  # nbgrader's order: system, user, course root
+        merged.merge(layer)
+    assert merged.CourseDirectory.root == "/home/grader-copy-that/copy-that"
+    assert merged.CourseDirectory.source_directory == "solutions"
+    assert merged.CourseDirectory.release_directory == "exercises"
+    assert "nbgrader.preprocessors.ClearHiddenTests" in merged.GenerateFeedback.preprocessors
+    assert merged.Exchange.root in " ".join(code_blocks(guide(), "bash")) + (EXAMPLES / "z2jh" / "grader.yaml").read_text()
