@@ -61,7 +61,7 @@ test-deps: setup hub-test-deps
 	  else echo "Chromium is missing, the browser test will be skipped: $(SUDO) apt-get install chromium"; fi; \
 	fi
 
-# The hub guide's end-to-end test (tests/test_hub_guide.py) runs a real JupyterHub with the
+# The hub guide's end-to-end test (tests/test_hub_live.py) runs a real JupyterHub with the
 # guide's files: JupyterHub from PyPI in an environment of its own that also sees the course's
 # packages (the grader's server runs from it too; the course's lock leaves JupyterHub out), and its
 # proxy from npm.  Without npm the test is skipped, saying why (outside CI).

@@ -1,5 +1,5 @@
 """The instructor's outputs: the static site of the lectures and the student handout (the
-JupyterHub guide's examples: tests/test_hub_guide.py)."""
+JupyterHub guide and its examples: tests/test_hub_*.py)."""
 from __future__ import annotations
 
 import base64
