@@ -303,3 +303,9 @@ def test_the_pin_rule_the_guide_states():
     assert Version("2.13.0+cpu") not in SpecifierSet("==2.13.0+cu126")
 
 
+
+
+def test_the_images_jupyterhub_is_the_version_the_live_test_runs():
+    (arg,) = [rest for _, word, rest in dockerfile() if word == "ARG" and rest.startswith("JUPYTERHUB_VERSION=")]
+    (pin,) = re.findall(r"^HUB_VERSION\s*:=\s*(\S+)$", (ROOT / "Makefile").read_text(), re.M)
+    assert arg == f"JUPYTERHUB_VERSION={pin}"
