@@ -16,7 +16,7 @@ SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 UV_VERSION := 0.13.9
 FIND_LINKS ?= $(shell $(PYTHON) -m pip config get global.find-links 2>/dev/null)
 
-.PHONY: setup lab lab-instructor test conformance exercises lectures check-exercises doctor system-deps test-deps bench bench-memory clean site handout
+.PHONY: setup lab lab-instructor test conformance exercises lectures check-exercises doctor system-deps test-deps hub-test-deps bench bench-memory clean site handout
 
 setup: $(STAMP) system-deps
 
@@ -46,8 +46,8 @@ system-deps:
 	fi
 
 # What the test suite needs beyond the course itself: bubblewrap for the grading sandbox,
-# Chromium for the browser test.
-test-deps: setup
+# Chromium for the browser test, a JupyterHub for the hub guide's test.
+test-deps: setup hub-test-deps
 	@if ! command -v bwrap >/dev/null 2>&1; then \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
 	    echo "Installing bubblewrap with apt-get ..."; \
@@ -60,6 +60,25 @@ test-deps: setup
 	    apt-get install -y -qq chromium >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq chromium; }; \
 	  else echo "Chromium is missing, the browser test will be skipped: $(SUDO) apt-get install chromium"; fi; \
 	fi
+
+# The hub guide's end-to-end test (tests/test_hub_live.py) runs a real JupyterHub with the
+# guide's files: JupyterHub from PyPI in an environment of its own that also sees the course's
+# packages (the grader's server runs from it too; the course's lock leaves JupyterHub out), and its
+# proxy from npm.  Without npm the test is skipped, saying why (outside CI).
+HUB_DIR     := .cache/hub
+HUB_VERSION := 6.1.1
+CHP_VERSION := 5.3.0
+
+hub-test-deps: $(HUB_DIR)/.installed
+
+$(HUB_DIR)/.installed: $(STAMP)
+	$(PYTHON) -m venv $(HUB_DIR)/venv
+	$(HUB_DIR)/venv/bin/pip install --quiet jupyterhub==$(HUB_VERSION)
+	$(PY) -c 'import sysconfig; open("$(HUB_DIR)/venv/lib/python3.11/site-packages/zz_course.pth", "w").write("import site; site.addsitedir(%r)\n" % sysconfig.get_paths()["purelib"])'
+	@if command -v npm >/dev/null 2>&1; then \
+	  npm install --silent --no-audit --no-fund --prefix $(HUB_DIR)/chp configurable-http-proxy@$(CHP_VERSION); \
+	else echo "npm is missing: the hub guide's end-to-end test will be skipped ($(SUDO) apt-get install npm)"; fi
+	@touch $@
 
 # JupyterLab whose terminals run the course's commands (`copy-that check ...`); the learner's
 # lab hides nbgrader's instructor tools, the instructor's shows them (autograder/learner/lab.py).

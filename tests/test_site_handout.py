@@ -1,11 +1,10 @@
-"""The instructor's outputs: the static site of the lectures, the student handout, and the
-JupyterHub example configuration."""
+"""The instructor's outputs: the static site of the lectures and the student handout (the
+JupyterHub guide and its examples: tests/test_hub_*.py)."""
 from __future__ import annotations
 
 import base64
 import html
 import os
-import py_compile
 import re
 import shutil
 import subprocess
@@ -17,7 +16,6 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from traitlets.config import Config, PyFileConfigLoader
 
 from autograder.course import handout, site
 from autograder.learner.cells import RELEASE_DIR, notebooks, role
@@ -353,60 +351,3 @@ def test_a_student_can_check_an_exercise_with_the_handouts_own_package(made_hand
     assert out.returncode == 1 and "0/5 visible tests pass" in " ".join(out.stdout.split()), out.stdout + out.stderr
     usage = subprocess.run([PY, "-m", "autograder", "--help"], cwd=folder, capture_output=True, text=True, env=env).stdout
     assert "{doctor,check,lab,progress}" in usage, f"a student's copy offers other commands than the learner's: {usage}"
-
-
-# --- the JupyterHub examples ------------------------------------------------------------------
-
-EXAMPLES = ROOT / "docs" / "examples"
-
-
-def load(path: Path) -> Config:
-    return PyFileConfigLoader(path.name, path=str(path.parent)).load_config()
-
-
-def test_jupyterhub_examples_compile_and_the_guide_links_them():
-    files = sorted(EXAMPLES.glob("*.py"))
-    assert {p.name for p in files} >= {"nbgrader_config.py", "grader_nbgrader_config.py", "jupyterhub_config.py"}
-    for path in files:
-        py_compile.compile(str(path), doraise=True)
-    guide = (ROOT / "docs" / "jupyterhub.md").read_text()
-    for path in files:
-        assert f"examples/{path.name}" in guide
-    for command in ("release_assignment", "nbgrader collect", "autograder grade", "autograder feedback",
-                    "release_feedback", "autograder export"):
-        assert command in guide, command
-
-
-def test_hub_nbgrader_config_with_the_courses_own_gives_the_settings_grading_relies_on():
-    from traitlets.utils.importstring import import_item
-
-    hub = load(EXAMPLES / "nbgrader_config.py")
-    grader = load(EXAMPLES / "grader_nbgrader_config.py")
-    course = PyFileConfigLoader("nbgrader_config.py", path=str(ROOT)).load_config()
-    assert hub.CourseDirectory.course_id == "copy-that"
-    assert hub.Exchange.root.startswith("/") and hub.Exchange.path_includes_course is True
-    assert import_item(hub.Authenticator.plugin_class).__name__ == "JupyterHubAuthPlugin"
-    merged = Config()
-    for layer in (hub, grader, course):  # the order nbgrader loads them in: system, user, course root
-        merged.merge(layer)
-    assert merged.CourseDirectory.root == "/home/grader-copy-that/copy-that"
-    assert merged.CourseDirectory.course_id == "copy-that"
-    assert merged.CourseDirectory.source_directory == "solutions"
-    assert merged.CourseDirectory.release_directory == "exercises"
-    assert merged.IgnorePattern.enabled is True
-    assert "nbgrader.preprocessors.ClearHiddenTests" in merged.GenerateFeedback.preprocessors
-
-
-def test_jupyterhub_config_names_the_service_groups_and_roles_after_the_course():
-    hub = load(EXAMPLES / "jupyterhub_config.py")
-    course_id = load(EXAMPLES / "nbgrader_config.py").CourseDirectory.course_id
-    grader_root = load(EXAMPLES / "grader_nbgrader_config.py").CourseDirectory.root
-    (service,) = hub.JupyterHub.services
-    assert service["name"] == course_id and service["cwd"] == grader_root
-    assert service["user"] == f"grader-{course_id}" and service["url"].startswith("http://127.0.0.1:")
-    groups = hub.JupyterHub.load_groups
-    assert set(groups) == {f"formgrade-{course_id}", f"nbgrader-{course_id}"}
-    assert set(groups[f"formgrade-{course_id}"]) | set(groups[f"nbgrader-{course_id}"]) <= set(hub.Authenticator.allowed_users)
-    roles = {r["name"]: r for r in hub.JupyterHub.load_roles}
-    assert f"access:services!service={course_id}" in roles[f"formgrade-{course_id}"]["scopes"]
-    assert roles[f"formgrade-{course_id}"]["groups"] == [f"formgrade-{course_id}"]

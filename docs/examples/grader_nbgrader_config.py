@@ -13,5 +13,6 @@ c.CourseDirectory.root = "/home/grader-copy-that/copy-that"
 # c.CourseDirectory.db_url = "postgresql://grader:secret@localhost/copy_that"
 
 # Options of `grade` can live here too (a flag on the command line overrides them):
-# c.GradeOptions.jobs = 8                      # submissions graded at once
+# c.GradeOptions.jobs = 2                      # submissions graded at once (default: one more than
+#                                              # the cores; in a pod, the node's cores: set it there)
 # c.SandboxedExecute.require_sandbox = True    # never grade without bubblewrap

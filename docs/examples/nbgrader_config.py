@@ -1,13 +1,14 @@
 """Copy That on JupyterHub: the hub-wide nbgrader configuration.
 
-Install as /etc/jupyter/nbgrader_config.py on the machine (or in the image) that runs everyone's
-single-user servers: students, instructors and the grader service all read it.  The course's
+Install as /etc/jupyter/nbgrader_config.py in the students' image and the grader's (the
+Dockerfile does) or on the TLJH machine: students' servers and the grader read it, whichever
+Python environment they run.  The course's
 own settings (solutions/ -> exercises/, warnings dropped, hidden tests kept out of feedback)
 stay in the course checkout's nbgrader_config.py, which nbgrader loads from the course root.
 """
 c = get_config()  # noqa: F821  (nbgrader provides get_config)
 
-# One course on this hub: its id is the name of the grader service in jupyterhub_config.py.
+# One course on this hub: its id is the name of the grader service (tljh/copy-that.py, z2jh/config.yaml).
 c.CourseDirectory.course_id = "copy-that"
 
 # Where releases, submissions and feedback pass between accounts.  Create it once:
