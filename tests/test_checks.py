@@ -214,3 +214,11 @@ def test_a_set_of_names_reads_the_same_in_every_process():
         checks.check_equal({"MulBackward0", "AccumulateGrad", "SumBackward0"}, {"SumBackward0", "CopySlices"}, "ops")
     assert "ops is {'AccumulateGrad', 'MulBackward0', 'SumBackward0'}" in str(failed.value)
     assert "{'CopySlices', 'SumBackward0'}" in str(failed.value)
+
+
+def test_the_default_storage_hint_tells_advanced_indexing_from_a_0d_index():
+    """Indexing with a 0-d integer tensor is basic indexing (a view); a 1-d index tensor copies."""
+    a = torch.arange(6.0)
+    ck.check_same_storage(a[torch.tensor(1)], a)            # a view, as the hint now says
+    msg = fails(ck.check_same_storage, a[torch.tensor([1])], a, "a[torch.tensor([1])]", "a")
+    assert "an index tensor with a dimension" in msg and "0-d integer tensor index" in msg and "gives a view" in msg

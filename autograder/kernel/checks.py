@@ -183,7 +183,8 @@ def check_same_storage(a: torch.Tensor, b: torch.Tensor, what: str = "the result
         _fail(f"{what} has its own storage, not the storage of {other}",
               f"{what} to share memory with {other}",
               hint or ("M-indexing-views: an out-of-place operation made a copy: `t + 1`, `clone()` and advanced "
-                      "indexing (a list or tensor index) allocate new memory."))
+                      "indexing (a list, a mask or an index tensor with a dimension) allocate new memory; "
+                      "a 0-d integer tensor index is read like `a[1]` and gives a view."))
 
 
 def check_new_storage(result: torch.Tensor, source: torch.Tensor, what: str = "the result",
