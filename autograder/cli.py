@@ -17,7 +17,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     for col in ("", "what", "found", "what to do"):
         table.add_column(col)
     findings = diagnose()
-    if instructor_tools():
+    if instructor_tools() and not in_learner_lab():
         findings += grading_findings()
     for f in findings:
         table.add_row("[green]\u2713[/]" if f.ok else "[red]\u2717[/]", f.name, f.value, "" if f.ok else f.fix)
@@ -122,14 +122,22 @@ def cmd_lab(args: argparse.Namespace) -> int:
     from .learner.lab import run_lab
     from .learner.progress import learner_root
 
-    root = learner_root(args.root)
+    try:
+        root = learner_root(args.root)
+    except FileNotFoundError as exc:
+        console.print(f"[red]{exc}[/]")
+        return 2
     return run_lab(root, instructor=args.instructor, ip=args.ip, port=args.port, open_browser=args.browser)
 
 
 def cmd_progress(args: argparse.Namespace) -> int:
     from .learner.progress import learner_root, progress, summary, table
 
-    root = learner_root(args.root)
+    try:
+        root = learner_root(args.root)
+    except FileNotFoundError as exc:
+        console.print(f"[red]{exc}[/]")
+        return 2
     seen = []
     with console.status("checking the exercises (unchanged notebooks come from the cache) ...") as status:
         def done(row):
@@ -453,9 +461,28 @@ def instructor_tools() -> bool:
     return all((Path(__file__).parent / part / "__init__.py").is_file() for part in ("course", "grading"))
 
 
+LEARNER_COMMANDS = ("doctor", "check", "lab", "progress")
+
+
+def in_learner_lab() -> bool:
+    """Whether this runs in a terminal of the learner's lab (``copy-that lab`` without --instructor)."""
+    import os
+
+    from .learner.lab import ROLE_ENV
+
+    return os.environ.get(ROLE_ENV) == "learner"
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="copy-that", description="Copy That course tools")
-    sub = parser.add_subparsers(dest="command", required=True)
+    # In the learner's lab the instructor's commands still run (`make site` calls one) but are not
+    # offered: a parser added without help= is left out of the list.
+    offer = not in_learner_lab()
+    sub = parser.add_subparsers(dest="command", required=True,
+                                metavar=None if offer else "{" + ",".join(LEARNER_COMMANDS) + "}")
+
+    def instructor(name: str, help: str, **kwargs) -> argparse.ArgumentParser:
+        return sub.add_parser(name, help=help, **kwargs) if offer else sub.add_parser(name, **kwargs)
 
     p = sub.add_parser("doctor", help="check versions, Graphviz and accelerators, and say what to fix")
     p.set_defaults(func=cmd_doctor)
@@ -470,7 +497,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--root", help="the course folder (default: the nearest one holding exercises/)")
     p.add_argument("--ip", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     p.add_argument("--port", type=int, default=8888)
-    p.add_argument("--browser", action="store_true", help="open a browser tab")
+    p.add_argument("--browser", action=argparse.BooleanOptionalAction, default=None,
+                   help="open a browser tab (default: where there is a graphical browser)")
     p.add_argument("--instructor", action="store_true",
                    help="show nbgrader's instructor tools (formgrader, Create Assignment, Validate)")
     p.set_defaults(func=cmd_lab)
@@ -483,20 +511,20 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_progress)
 
     if instructor_tools():
-        p = sub.add_parser("build", help="regenerate exercises/ from solutions/ with nbgrader")
+        p = instructor("build", help="regenerate exercises/ from solutions/ with nbgrader")
         p.add_argument("--check", action="store_true", help="only compare; exit 1 when exercises/ is stale")
         p.add_argument("--only", metavar="ASSIGNMENT", help="regenerate one assignment only")
         p.set_defaults(func=cmd_build)
 
-        p = sub.add_parser("handout", help="the student folder and zip: course/, exercises/, README; no solutions")
+        p = instructor("handout", help="the student folder and zip: course/, exercises/, README; no solutions")
         p.add_argument("--out", help="where to write copy-that/ and copy-that.zip (default: build/handout)")
         p.add_argument("--no-zip", action="store_true", help="write the folder only")
         p.set_defaults(func=cmd_handout)
 
-        p = sub.add_parser("site", help="render the lectures with their outputs to static HTML (build/site)")
+        p = instructor("site", help="render the lectures with their outputs to static HTML (build/site)")
         p.add_argument("--out", help="output folder (default: build/site)")
         p.set_defaults(func=cmd_site)
-        p = sub.add_parser("grade", help="grade submitted/<student>/ASSIGNMENT in sandboxes, in parallel, into the gradebook",
+        p = instructor("grade", help="grade submitted/<student>/ASSIGNMENT in sandboxes, in parallel, into the gradebook",
                            description="Every option is also a configuration option, read from the files nbgrader "
                                        "reads (the Jupyter config folder's nbgrader_config.py, then the course's); "
                                        "a flag overrides the file. Unchanged submissions are not graded again "
@@ -524,13 +552,13 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--db", metavar="URL", help="the gradebook (c.CourseDirectory.db_url)")
         p.set_defaults(func=cmd_grade)
 
-        p = sub.add_parser("feedback", help="per-student HTML feedback (no hidden tests, no solutions)")
+        p = instructor("feedback", help="per-student HTML feedback (no hidden tests, no solutions)")
         p.add_argument("assignment")
         p.add_argument("--student", action="append", metavar="ID")
         p.add_argument("--db", metavar="URL", help="the gradebook (c.CourseDirectory.db_url)")
         p.set_defaults(func=cmd_feedback)
 
-        p = sub.add_parser("export", help="write the grades CSV (nbgrader export), or one for Canvas's import")
+        p = instructor("export", help="write the grades CSV (nbgrader export), or one for Canvas's import")
         p.add_argument("--format", choices=("nbgrader", "canvas"), default="nbgrader",
                        help="nbgrader's grades.csv (default) or Canvas's gradebook import (canvas.csv)")
         p.add_argument("--to", help="output file (default grades.csv, or canvas.csv)")
