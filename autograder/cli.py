@@ -57,65 +57,77 @@ def cmd_build(args: argparse.Namespace) -> int:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    path = Path(args.notebook)
-    if not path.is_file():
-        console.print(f"[red]no such notebook: {path}[/]")
+    from rich.markup import escape
+
+    from .learner.cells import find_notebook
+    from .learner.finish import source_notebook
+
+    try:
+        path, note = find_notebook(args.notebook)
+    except FileNotFoundError as exc:
+        console.print(f"[red]{escape(str(exc))}[/]")
+        return 2
+    if note:
+        console.print(f"[dim]{escape(note)}[/]")
+    if args.full and source_notebook(path) is None:
+        console.print(f"[yellow]--full runs the instructor's tests from the course's solutions/, and there is none "
+                      f"here for {escape(path.name)}:[/] in a class's copy of the course, your instructor's grading "
+                      "runs the hidden tests. Without --full, check runs the visible tests.")
         return 2
     if getattr(args, "watch", False):
         from .learner.watch import watch_check
 
-        return watch_check(path, lambda: _check_once(path, args.timeout), console)
-    return 0 if _check_once(path, args.timeout).all_passed else 1
+        return watch_check(path, lambda: _check_once(path, args.timeout, args.full), console)
+    return 0 if _check_once(path, args.timeout, args.full).all_passed else 1
 
 
-def _check_once(path: Path, timeout: int):
-    """Run the notebook once and print its table; return the CheckReport."""
-    from rich.markup import escape
-
+def _check_once(path: Path, timeout: int, full: bool = False):
+    """Run the notebook once and print what check prints; return the CheckReport."""
     from .learner.selfcheck import check_notebook
+    from .learner.view import print_check
 
-    with console.status(f"running {path.name} ..."):
-        report = check_notebook(path, timeout=timeout)
-    table = Table(title=f"{path.name}: visible tests", show_lines=True)
-    table.add_column("test")
-    table.add_column("", justify="center")
-    table.add_column("points", justify="right")
-    table.add_column("message")
-    marks = {"passed": "[green]\u2713[/]", "partial": "[yellow]~[/]", "not started": "[dim]\u00b7[/]", "failed": "[red]\u2717[/]"}
-    for r in report.results:
-        table.add_row(r.grade_id, marks[r.status], f"{r.points:g}/{r.max_points:g}", escape(r.message or r.status))
-    for gid in report.hidden:
-        table.add_row(gid, "[dim]?[/]", "", "hidden tests: they run when the assignment is graded")
-    console.print(table)
-    for r in report.results:
-        for m in r.misconceptions:
-            console.print(f"[yellow]{escape(r.grade_id)}[/]: misconception {m.id}: {escape(m.myth)}\n"
-                          f"  read again: {escape(m.link)}", soft_wrap=True)
-    for p in report.problems:
-        console.print(f"[red]problem:[/] {p}")
-    if report.unwritten:
-        n = len(report.unwritten)
-        console.print(f"[yellow]{n} written answer{'s are' if n != 1 else ' is'} still empty[/] "
-                      f"(graded by hand): {', '.join(report.unwritten)}")
-    passed = sum(r.passed for r in report.results)
-    console.print(f"{passed}/{len(report.results)} visible tests pass, {report.score:g}/{report.max_score:g} points. "
-                  "Hidden tests run when the assignment is graded"
-                  + ("; written answers are read by hand." if report.written else "."))
-    if not report.all_passed:
-        console.print("[yellow]Not done yet[/]: " + _what_is_left(report))
+    with console.status(f"running {path.name}" + (" with the instructor's tests" if full else "") + " ..."):
+        report = check_notebook(path, timeout=timeout, full=full)
+    print_check(report, console)
     return report
 
 
-def _what_is_left(report) -> str:
-    parts = []
-    failing = [r for r in report.results if not r.passed]
-    if failing:
-        parts.append(f"{len(failing)} visible test{'s' if len(failing) != 1 else ''} to fix")
-    if report.problems:
-        parts.append(f"{len(report.problems)} cell{'s' if len(report.problems) != 1 else ''} that fail")
-    if report.unwritten:
-        parts.append(f"{len(report.unwritten)} written answer{'s' if len(report.unwritten) != 1 else ''} to write")
-    return ", ".join(parts) + "."
+def cmd_answers(args: argparse.Namespace) -> int:
+    import sys
+
+    import nbformat
+    from rich.markdown import Markdown
+    from rich.markup import escape
+    from rich.prompt import Confirm
+    from rich.syntax import Syntax
+
+    from .learner.cells import find_notebook
+    from .learner.finish import model_answers, source_notebook
+
+    try:
+        path, _ = find_notebook(args.notebook)
+    except FileNotFoundError as exc:
+        console.print(f"[red]{escape(str(exc))}[/]")
+        return 2
+    source = source_notebook(path)
+    if source is None:
+        console.print(f"[yellow]No model answers for {escape(path.name)} here:[/] they are in the course's solutions/, "
+                      "which a class's copy does not have; your instructor shares them after grading.")
+        return 2
+    if not args.yes:
+        if not sys.stdin.isatty():
+            console.print("[yellow]The model answers give the solutions away: add --yes to show them.[/]")
+            return 2
+        if not Confirm.ask(f"The model answers of {path.stem} give its solutions away. Show them?", console=console,
+                           default=False):
+            console.print("Not shown.")
+            return 1
+    for answer in model_answers(nbformat.read(source, as_version=4)):
+        console.rule(f"{answer.grade_id} ({'model answer' if answer.kind == 'code' else 'model written answer'})")
+        console.print(Syntax(answer.text, "python") if answer.kind == "code" else Markdown(answer.text))
+    console.print(f"They are also in {escape(str(source))}: open it in JupyterLab to read them beside the tests.",
+                  soft_wrap=True)
+    return 0
 
 
 def cmd_lab(args: argparse.Namespace) -> int:
@@ -461,7 +473,7 @@ def instructor_tools() -> bool:
     return all((Path(__file__).parent / part / "__init__.py").is_file() for part in ("course", "grading"))
 
 
-LEARNER_COMMANDS = ("doctor", "check", "lab", "progress")
+LEARNER_COMMANDS = ("doctor", "check", "answers", "lab", "progress")
 
 
 def in_learner_lab() -> bool:
@@ -488,10 +500,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_doctor)
 
     p = sub.add_parser("check", help="run a notebook and show its tests: pass/fail, points, diagnostics")
-    p.add_argument("notebook")
+    p.add_argument("notebook", nargs="?",
+                   help="the exercise notebook (from here or from the course folder; default: the one notebook here)")
     p.add_argument("--timeout", type=int, default=60, help="seconds per cell (default 60)")
     p.add_argument("--watch", action="store_true", help="check again every time the notebook is saved; hints after a failure")
+    p.add_argument("--full", action="store_true",
+                   help="also run the hidden tests, from the course's solutions/ (a clone of the course, not a class's copy)")
     p.set_defaults(func=cmd_check)
+
+    p = sub.add_parser("answers", help="show an assignment's model answers (from the course's solutions/), after asking")
+    p.add_argument("notebook", nargs="?", help="the exercise notebook (default: the one notebook here)")
+    p.add_argument("--yes", action="store_true", help="do not ask first")
+    p.set_defaults(func=cmd_answers)
 
     p = sub.add_parser("lab", help="JupyterLab for the course: its terminals run copy-that; nbgrader's instructor tools hidden")
     p.add_argument("--root", help="the course folder (default: the nearest one holding exercises/)")

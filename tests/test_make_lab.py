@@ -130,9 +130,9 @@ def test_copy_that_help_in_the_learners_lab_lists_the_learners_commands_only():
                               env=dict(env, COLUMNS="200"), timeout=60).stdout
 
     learner = usage("learner")
-    assert "{doctor,check,lab,progress}" in learner
+    assert "{doctor,check,answers,lab,progress}" in learner
     offered = set(re.findall(r"^    (\w+) ", learner, re.M)) | set(re.findall(r"\{([\w,]+)\}", learner)[0].split(","))
-    assert offered == {"doctor", "check", "lab", "progress"}, learner
+    assert offered == {"doctor", "check", "answers", "lab", "progress"}, learner
     assert re.search(r"^    grade ", usage(None), re.M) and re.search(r"^    grade ", usage("instructor"), re.M)
     # not offered, but still there: `make site` in the learner's lab still runs
     out = subprocess.run([sys.executable, "-m", "autograder", "site", "--help"], capture_output=True, text=True,

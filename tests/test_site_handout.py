@@ -397,7 +397,7 @@ def test_a_student_can_check_an_exercise_with_the_handouts_own_package(made_hand
                          capture_output=True, text=True, env=env, timeout=300)
     assert out.returncode == 1 and "0/5 visible tests pass" in " ".join(out.stdout.split()), out.stdout + out.stderr
     usage = subprocess.run([PY, "-m", "autograder", "--help"], cwd=folder, capture_output=True, text=True, env=env).stdout
-    assert "{doctor,check,lab,progress}" in usage, f"a student's copy offers other commands than the learner's: {usage}"
+    assert "{doctor,check,answers,lab,progress}" in usage, f"a student's copy offers other commands than the learner's: {usage}"
 
 
 # --- the JupyterHub examples ------------------------------------------------------------------
