@@ -26,7 +26,7 @@ import harness
 # rest by whole-file time (see the durations `make test` prints)
 START_ORDER = ["test_browser.py", "test_corpus.py", "test_tamper.py",
                "test_grader_agreement.py", "test_grading.py", "test_nbgrader_plain.py",
-               "test_course.py", "test_judge.py", "test_grade_flow.py", "test_grading_scale.py", "test_progress.py",
+               "test_browser_learner.py", "test_check_agreement.py", "test_course.py", "test_judge.py", "test_grade_flow.py", "test_grading_scale.py", "test_progress.py",
                "test_site_handout.py", "test_lectures.py", "test_package.py", "test_checks_properties.py",
                "test_gpu.py"]
 
@@ -44,7 +44,7 @@ _yielded = False
 @pytest.fixture(scope="module", autouse=True)
 def yield_to_the_browser_tests(request):
     global _yielded
-    if not _yielded and os.environ.get("PYTEST_XDIST_WORKER") and request.path.name != "test_browser.py":
+    if not _yielded and os.environ.get("PYTEST_XDIST_WORKER") and not request.path.name.startswith("test_browser"):
         os.nice(YIELD_TO_BROWSER)
         _yielded = True
 
