@@ -96,13 +96,12 @@ def cmd_answers(args: argparse.Namespace) -> int:
     import sys
 
     import nbformat
-    from rich.markdown import Markdown
     from rich.markup import escape
     from rich.prompt import Confirm
-    from rich.syntax import Syntax
 
     from .learner.cells import find_notebook
     from .learner.finish import model_answers, source_notebook
+    from .learner.view import print_model_answers
 
     try:
         path, _ = find_notebook(args.notebook)
@@ -122,11 +121,7 @@ def cmd_answers(args: argparse.Namespace) -> int:
                            default=False):
             console.print("Not shown.")
             return 1
-    for answer in model_answers(nbformat.read(source, as_version=4)):
-        console.rule(f"{answer.grade_id} ({'model answer' if answer.kind == 'code' else 'model written answer'})")
-        console.print(Syntax(answer.text, "python") if answer.kind == "code" else Markdown(answer.text))
-    console.print(f"They are also in {escape(str(source))}: open it in JupyterLab to read them beside the tests.",
-                  soft_wrap=True)
+    print_model_answers(model_answers(nbformat.read(source, as_version=4)), source, console)
     return 0
 
 

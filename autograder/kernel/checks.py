@@ -13,13 +13,11 @@ from __future__ import annotations
 
 import hashlib
 import math
-import os as _os
-import sys as _sys
 from typing import Any
-from urllib.parse import quote as _quote
 
 import torch
 
+from .diagnosis import ansi_row, show_in_notebook
 from .misconceptions import Misconception, split_tag as _split_tag
 
 __all__ = [
@@ -111,90 +109,12 @@ class CheckFailed(AssertionError):
     def _render_traceback_(self) -> list[str]:
         rows = self.diagnosis()
         if self.misconception is not None and (getattr(self, "_shown", False)
-                                               or _show_in_notebook(rows, self.misconception)):
+                                               or show_in_notebook(rows, self.misconception)):
             self._shown = True   # IPython may render a traceback twice: one display is enough
             # shown above as a display with a link that opens the lecture at its heading (the test
             # still fails on this error, as the grader scores it)
             return ["\x1b[31m\u2717 this test failed\x1b[0m: the diagnosis is above"]
-        return [_ansi_row(label, text) for label, text in rows]
-
-
-def _ansi_row(label: str, text: str) -> str:
-    if label == "CheckFailed":
-        return f"\x1b[31mCheckFailed\x1b[0m: {text}"
-    if label == "\u2717":
-        return f"\x1b[31m\u2717 {text}\x1b[0m"
-    if label == "expected":
-        return f"  expected: {text}"
-    return f"  \x1b[33m{label}:\x1b[0m {text}"
-
-
-def _heading_cell_id(path: str, heading: str) -> str | None:
-    """The id of the markdown cell of a notebook that holds ``heading`` (None if none has)."""
-    import json
-    import re
-
-    try:
-        with open(path, encoding="utf-8") as f:
-            cells = json.load(f).get("cells", [])
-    except (OSError, ValueError, AttributeError):
-        return None
-    for cell in cells:
-        source = cell.get("source", "")
-        source = "".join(source) if isinstance(source, list) else str(source)
-        if cell.get("cell_type") == "markdown" and any(
-                m and m.group(1) == heading for m in map(re.compile(r"^#{1,6}\s+(.*\S)\s*$").match, source.splitlines())):
-            return cell.get("id")
-    return None
-
-
-def _lecture_href(m: Misconception) -> str | None:
-    """A link to the lecture's heading relative to the kernel's folder (the notebook's, in
-    JupyterLab), or None when the course's lectures are not found above it.
-
-    The fragment names the heading's cell (``#cell-id=...``): JupyterLab scrolls to a cell as soon
-    as the notebook is loaded, while a heading's own id is found only once its cell is rendered,
-    which a notebook opened by the click has not done yet."""
-    here = _os.getcwd()
-    for _ in range(8):
-        path = _os.path.join(here, m.lecture)
-        if _os.path.isfile(path):
-            rel = _quote(_os.path.relpath(path).replace(_os.sep, "/"))
-            cell = _heading_cell_id(path, m.heading)
-            return f"{rel}#cell-id={cell}" if cell else f"{rel}#{m.link.partition('#')[2]}"
-        parent = _os.path.dirname(here)
-        if parent == here:
-            return None
-        here = parent
-    return None
-
-
-def _show_in_notebook(rows: list[tuple[str, str]], m: Misconception) -> bool:
-    """In a Jupyter kernel, publish the diagnosis with a working link to the lecture; False
-    elsewhere (a terminal, the grader's judge) or when the lecture is not found."""
-    ipython = _sys.modules.get("IPython")
-    shell = ipython.get_ipython() if ipython is not None else None
-    if shell is None or not hasattr(shell, "kernel") or not hasattr(shell, "display_pub"):
-        return False
-    href = _lecture_href(m)
-    if href is None:
-        return False
-    from html import escape
-
-    html = []
-    for label, text in rows:
-        if label == "\u2717":
-            html.append(f'<div style="color: var(--jp-error-color1, #d32f2f)">\u2717 {escape(text)}</div>')
-        elif label == "read again":
-            html.append(f'<div>&nbsp;&nbsp;<b>read again:</b> <a href="{escape(href)}">{escape(text)}</a></div>')
-        else:
-            html.append(f"<div>&nbsp;&nbsp;<b>{escape(label)}:</b> {escape(text)}</div>")
-    plain = "\n".join((f"\u2717 {t}" if label == "\u2717" else f"  {label}: {t}") for label, t in rows)
-    shell.display_pub.publish(data={"text/html": '<div class="ct-diagnosis" style="font-family: var(--jp-code-font-family, '
-                                                 'monospace); font-size: var(--jp-code-font-size, 13px)">'
-                                                 + "".join(html) + "</div>",
-                                    "text/plain": plain}, metadata={})
-    return True
+        return [ansi_row(label, text) for label, text in rows]
 
 
 class _NotStarted(NotImplementedError):

@@ -12,7 +12,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from ..kernel.misconceptions import Misconception
-from .finish import course_root, next_steps, source_notebook
+from .finish import ModelAnswer, course_root, next_steps, source_notebook
 from .selfcheck import CheckReport, test_label
 
 MARKS = {"passed": "[green]\u2713[/]", "partial": "[yellow]~[/]", "not started": "[dim]\u00b7[/]",
@@ -143,3 +143,15 @@ def way_on(report: CheckReport) -> list[str]:
         else:
             lines.append("That was the last assignment of the course.")
     return lines
+
+
+def print_model_answers(answers: list[ModelAnswer], source: Path, console: Console) -> None:
+    """The model answers, each under a rule with its cell's name, and where the notebook is."""
+    from rich.markdown import Markdown
+    from rich.syntax import Syntax
+
+    for answer in answers:
+        console.rule(f"{answer.grade_id} ({'model answer' if answer.kind == 'code' else 'model written answer'})")
+        console.print(Syntax(answer.text, "python") if answer.kind == "code" else Markdown(answer.text))
+    console.print(f"They are also in {escape(str(source))}: open it in JupyterLab to read them beside the tests.",
+                  soft_wrap=True)
