@@ -82,11 +82,12 @@ $(HUB_DIR)/.installed: $(STAMP)
 
 # JupyterLab whose terminals run the course's commands (`copy-that check ...`); the learner's
 # lab hides nbgrader's instructor tools, the instructor's shows them (autograder/learner/lab.py).
+# It ends with one line holding the lab's address, and opens a browser where there is one.
 lab: setup
-	$(PY) -m autograder lab --root "$(CURDIR)" --port $(PORT)
+	@$(PY) -m autograder lab --root "$(CURDIR)" --port $(PORT)
 
 lab-instructor: setup
-	$(PY) -m autograder lab --root "$(CURDIR)" --port $(PORT) --instructor
+	@$(PY) -m autograder lab --root "$(CURDIR)" --port $(PORT) --instructor
 
 # The whole suite in one run on $(JOBS) workers, each test file on one worker, in the order
 # tests/conftest.py gives (xdist's own reordering off): much of it waits on kernels and servers,

@@ -17,7 +17,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     for col in ("", "what", "found", "what to do"):
         table.add_column(col)
     findings = diagnose()
-    if instructor_tools():
+    if instructor_tools() and not in_learner_lab():
         findings += grading_findings()
     for f in findings:
         table.add_row("[green]\u2713[/]" if f.ok else "[red]\u2717[/]", f.name, f.value, "" if f.ok else f.fix)
@@ -95,83 +95,94 @@ def cmd_predictions(args: argparse.Namespace) -> int:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    path = Path(args.notebook)
-    if not path.is_file():
-        console.print(f"[red]no such notebook: {path}[/]")
+    from rich.markup import escape
+
+    from .learner.cells import find_notebook
+    from .learner.finish import source_notebook
+
+    try:
+        path, note = find_notebook(args.notebook)
+    except FileNotFoundError as exc:
+        console.print(f"[red]{escape(str(exc))}[/]")
+        return 2
+    if note:
+        console.print(f"[dim]{escape(note)}[/]")
+    if args.full and source_notebook(path) is None:
+        console.print(f"[yellow]--full runs the instructor's tests from the course's solutions/, and there is none "
+                      f"here for {escape(path.name)}:[/] in a class's copy of the course, your instructor's grading "
+                      "runs the hidden tests. Without --full, check runs the visible tests.")
         return 2
     if getattr(args, "watch", False):
         from .learner.watch import watch_check
 
-        return watch_check(path, lambda: _check_once(path, args.timeout), console)
-    return 0 if _check_once(path, args.timeout).all_passed else 1
+        return watch_check(path, lambda: _check_once(path, args.timeout, args.full), console)
+    return 0 if _check_once(path, args.timeout, args.full).all_passed else 1
 
 
-def _check_once(path: Path, timeout: int):
-    """Run the notebook once and print its table; return the CheckReport."""
-    from rich.markup import escape
-
+def _check_once(path: Path, timeout: int, full: bool = False):
+    """Run the notebook once and print what check prints; return the CheckReport."""
     from .learner.selfcheck import check_notebook
+    from .learner.view import print_check
 
-    with console.status(f"running {path.name} ..."):
-        report = check_notebook(path, timeout=timeout)
-    table = Table(title=f"{path.name}: visible tests", show_lines=True)
-    table.add_column("test")
-    table.add_column("", justify="center")
-    table.add_column("points", justify="right")
-    table.add_column("message")
-    marks = {"passed": "[green]\u2713[/]", "partial": "[yellow]~[/]", "not started": "[dim]\u00b7[/]", "failed": "[red]\u2717[/]",
-             "not checked": "[yellow]?[/]"}
-    for r in report.results:
-        points = f"?/{r.max_points:g}" if r.status == "not checked" else f"{r.points:g}/{r.max_points:g}"
-        table.add_row(r.grade_id, marks[r.status], points, escape(r.message or r.status))
-    for gid in report.hidden:
-        table.add_row(gid, "[dim]?[/]", "", "hidden tests: they run when the assignment is graded")
-    console.print(table)
-    for r in report.results:
-        for m in r.misconceptions:
-            console.print(f"[yellow]{escape(r.grade_id)}[/]: misconception {m.id}: {escape(m.myth)}\n"
-                          f"  read again: {escape(m.link)}", soft_wrap=True)
-    for p in report.problems:
-        console.print(f"[red]problem:[/] {p}")
-    if report.unwritten:
-        n = len(report.unwritten)
-        console.print(f"[yellow]{n} written answer{'s are' if n != 1 else ' is'} still empty[/] "
-                      f"(graded by hand): {', '.join(report.unwritten)}")
-    passed = sum(r.passed for r in report.results)
-    unchecked = [r.grade_id for r in report.results if r.status == "not checked"]
-    console.print(f"{passed}/{len(report.checked)} visible tests pass, {report.score:g}/{report.max_score:g} points"
-                  + (f"; not checked here: {', '.join(unchecked)} (the grading tells)" if unchecked else "")
-                  + ". Hidden tests run when the assignment is graded"
-                  + ("; written answers are read by hand." if report.written else "."))
-    if not report.all_passed:
-        console.print("[yellow]Not done yet[/]: " + _what_is_left(report))
+    with console.status(f"running {path.name}" + (" with the instructor's tests" if full else "") + " ..."):
+        report = check_notebook(path, timeout=timeout, full=full)
+    print_check(report, console)
     return report
 
 
-def _what_is_left(report) -> str:
-    parts = []
-    failing = [r for r in report.checked if not r.passed]
-    if failing:
-        parts.append(f"{len(failing)} visible test{'s' if len(failing) != 1 else ''} to fix")
-    if report.problems:
-        parts.append(f"{len(report.problems)} cell{'s' if len(report.problems) != 1 else ''} that fail")
-    if report.unwritten:
-        parts.append(f"{len(report.unwritten)} written answer{'s' if len(report.unwritten) != 1 else ''} to write")
-    return ", ".join(parts) + "."
+def cmd_answers(args: argparse.Namespace) -> int:
+    import sys
+
+    import nbformat
+    from rich.markup import escape
+    from rich.prompt import Confirm
+
+    from .learner.cells import find_notebook
+    from .learner.finish import model_answers, source_notebook
+    from .learner.view import print_model_answers
+
+    try:
+        path, _ = find_notebook(args.notebook)
+    except FileNotFoundError as exc:
+        console.print(f"[red]{escape(str(exc))}[/]")
+        return 2
+    source = source_notebook(path)
+    if source is None:
+        console.print(f"[yellow]No model answers for {escape(path.name)} here:[/] they are in the course's solutions/, "
+                      "which a class's copy does not have; your instructor shares them after grading.")
+        return 2
+    if not args.yes:
+        if not sys.stdin.isatty():
+            console.print("[yellow]The model answers give the solutions away: add --yes to show them.[/]")
+            return 2
+        if not Confirm.ask(f"The model answers of {path.stem} give its solutions away. Show them?", console=console,
+                           default=False):
+            console.print("Not shown.")
+            return 1
+    print_model_answers(model_answers(nbformat.read(source, as_version=4)), source, console)
+    return 0
 
 
 def cmd_lab(args: argparse.Namespace) -> int:
     from .learner.lab import run_lab
     from .learner.progress import learner_root
 
-    root = learner_root(args.root)
+    try:
+        root = learner_root(args.root)
+    except FileNotFoundError as exc:
+        console.print(f"[red]{exc}[/]")
+        return 2
     return run_lab(root, instructor=args.instructor, ip=args.ip, port=args.port, open_browser=args.browser)
 
 
 def cmd_progress(args: argparse.Namespace) -> int:
     from .learner.progress import learner_root, progress, summary, table
 
-    root = learner_root(args.root)
+    try:
+        root = learner_root(args.root)
+    except FileNotFoundError as exc:
+        console.print(f"[red]{exc}[/]")
+        return 2
     seen = []
     with console.status("checking the exercises (unchanged notebooks come from the cache) ...") as status:
         def done(row):
@@ -573,24 +584,52 @@ def instructor_tools() -> bool:
     return all((Path(__file__).parent / part / "__init__.py").is_file() for part in ("course", "grading"))
 
 
+LEARNER_COMMANDS = ("doctor", "check", "answers", "lab", "progress")
+
+
+def in_learner_lab() -> bool:
+    """Whether this runs in a terminal of the learner's lab (``copy-that lab`` without --instructor)."""
+    import os
+
+    from .learner.lab import ROLE_ENV
+
+    return os.environ.get(ROLE_ENV) == "learner"
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="copy-that", description="Copy That course tools")
-    sub = parser.add_subparsers(dest="command", required=True)
+    # In the learner's lab the instructor's commands still run (`make site` calls one) but are not
+    # offered: a parser added without help= is left out of the list.
+    offer = not in_learner_lab()
+    sub = parser.add_subparsers(dest="command", required=True,
+                                metavar=None if offer else "{" + ",".join(LEARNER_COMMANDS) + "}")
+
+    def instructor(name: str, help: str, **kwargs) -> argparse.ArgumentParser:
+        return sub.add_parser(name, help=help, **kwargs) if offer else sub.add_parser(name, **kwargs)
 
     p = sub.add_parser("doctor", help="check versions, Graphviz and accelerators, and say what to fix")
     p.set_defaults(func=cmd_doctor)
 
     p = sub.add_parser("check", help="run a notebook and show its tests: pass/fail, points, diagnostics")
-    p.add_argument("notebook")
+    p.add_argument("notebook", nargs="?",
+                   help="the exercise notebook (from here or from the course folder; default: the one notebook here)")
     p.add_argument("--timeout", type=int, default=60, help="seconds per cell (default 60)")
     p.add_argument("--watch", action="store_true", help="check again every time the notebook is saved; hints after a failure")
+    p.add_argument("--full", action="store_true",
+                   help="also run the hidden tests, from the course's solutions/ (a clone of the course, not a class's copy)")
     p.set_defaults(func=cmd_check)
+
+    p = sub.add_parser("answers", help="show an assignment's model answers (from the course's solutions/), after asking")
+    p.add_argument("notebook", nargs="?", help="the exercise notebook (default: the one notebook here)")
+    p.add_argument("--yes", action="store_true", help="do not ask first")
+    p.set_defaults(func=cmd_answers)
 
     p = sub.add_parser("lab", help="JupyterLab for the course: its terminals run copy-that; nbgrader's instructor tools hidden")
     p.add_argument("--root", help="the course folder (default: the nearest one holding exercises/)")
     p.add_argument("--ip", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     p.add_argument("--port", type=int, default=8888)
-    p.add_argument("--browser", action="store_true", help="open a browser tab")
+    p.add_argument("--browser", action=argparse.BooleanOptionalAction, default=None,
+                   help="open a browser tab (default: where there is a graphical browser)")
     p.add_argument("--instructor", action="store_true",
                    help="show nbgrader's instructor tools (formgrader, Create Assignment, Validate)")
     p.set_defaults(func=cmd_lab)
@@ -603,26 +642,26 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_progress)
 
     if instructor_tools():
-        p = sub.add_parser("build", help="regenerate exercises/ from solutions/ with nbgrader")
+        p = instructor("build", help="regenerate exercises/ from solutions/ with nbgrader")
         p.add_argument("--check", action="store_true", help="only compare; exit 1 when exercises/ is stale")
         p.add_argument("--only", metavar="ASSIGNMENT", help="regenerate one assignment only")
         p.set_defaults(func=cmd_build)
 
-        p = sub.add_parser("predictions", help="write the release's half of prediction sets from the hidden part "
+        p = instructor("predictions", help="write the release's half of prediction sets from the hidden part "
                                                 "(sealed diagnoses; no right letter)")
         p.add_argument("notebook", nargs="+", help="instructor notebooks, e.g. solutions/a1_views/a1_views.ipynb")
         p.add_argument("--check", action="store_true", help="only compare; exit 1 when a visible check is stale")
         p.set_defaults(func=cmd_predictions)
 
-        p = sub.add_parser("handout", help="the student folder and zip: course/, exercises/, README; no solutions")
+        p = instructor("handout", help="the student folder and zip: course/, exercises/, README; no solutions")
         p.add_argument("--out", help="where to write copy-that/ and copy-that.zip (default: build/handout)")
         p.add_argument("--no-zip", action="store_true", help="write the folder only")
         p.set_defaults(func=cmd_handout)
 
-        p = sub.add_parser("site", help="render the lectures with their outputs to static HTML (build/site)")
+        p = instructor("site", help="render the lectures with their outputs to static HTML (build/site)")
         p.add_argument("--out", help="output folder (default: build/site)")
         p.set_defaults(func=cmd_site)
-        p = sub.add_parser("grade", help="grade submitted/<student>/ASSIGNMENT in sandboxes, in parallel, into the gradebook",
+        p = instructor("grade", help="grade submitted/<student>/ASSIGNMENT in sandboxes, in parallel, into the gradebook",
                            description="Every option is also a configuration option, read from the files nbgrader "
                                        "reads (the Jupyter config folder's nbgrader_config.py, then the course's); "
                                        "a flag overrides the file. Unchanged submissions are not graded again "
@@ -652,7 +691,7 @@ def build_parser() -> argparse.ArgumentParser:
                        help="also write the similarity report of each assignment (c.GradeOptions.similarity)")
         p.set_defaults(func=cmd_grade)
 
-        p = sub.add_parser("check-assignment",
+        p = instructor("check-assignment",
                            help="the authoring check: grade an assignment's reference (full marks), blank release "
                                 "(zero) and answer corpus on a scratch copy of the course, as grade would",
                            description="Grades, in the sandbox and the judge, on a scratch copy of the course (your "
@@ -665,8 +704,7 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--jobs", type=int, help="submissions graded at once (default: as grade)")
         p.set_defaults(func=cmd_check_assignment)
 
-
-        p = sub.add_parser("similarity", help="pairs of submissions whose answers are unusually alike "
+        p = instructor("similarity", help="pairs of submissions whose answers are unusually alike "
                                               "(evidence for a person, never a grade)",
                            description="Reads submitted/<student>/ASSIGNMENT/ (never runs it) and writes "
                                        "reports/ASSIGNMENT/similarity.html and similarity.csv. Options: "
@@ -675,13 +713,13 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--all", action="store_true", help="every assignment in the course's source folder")
         p.set_defaults(func=cmd_similarity)
 
-        p = sub.add_parser("feedback", help="per-student HTML feedback (no hidden tests, no solutions)")
+        p = instructor("feedback", help="per-student HTML feedback (no hidden tests, no solutions)")
         p.add_argument("assignment")
         p.add_argument("--student", action="append", metavar="ID")
         p.add_argument("--db", metavar="URL", help="the gradebook (c.CourseDirectory.db_url)")
         p.set_defaults(func=cmd_feedback)
 
-        p = sub.add_parser("export", help="write the grades CSV (nbgrader export), or one for Canvas's import")
+        p = instructor("export", help="write the grades CSV (nbgrader export), or one for Canvas's import")
         p.add_argument("--format", choices=("nbgrader", "canvas"), default="nbgrader",
                        help="nbgrader's grades.csv (default) or Canvas's gradebook import (canvas.csv)")
         p.add_argument("--to", help="output file (default grades.csv, or canvas.csv)")

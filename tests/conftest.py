@@ -29,6 +29,7 @@ START_ORDER = ["test_browser.py", "test_corpus.py", "test_tamper.py",
                "test_assignment_check.py", "test_course.py", "test_course_grader.py", "test_agreement.py",
                "test_grade_flow.py", "test_authoring_guide.py", "test_new_exercise.py", "test_kind_module_zoo.py",
                "test_sync.py", "test_grading_scale.py", "test_progress.py", "test_real_kernel.py",
+               "test_browser_learner.py", "test_check_agreement.py", "test_reveals.py", "test_finish.py", "test_check_view.py",
                "test_site_handout.py", "test_lectures.py", "test_package.py", "test_checks_properties.py",
                "test_gpu.py"]
 
@@ -46,7 +47,7 @@ _yielded = False
 @pytest.fixture(scope="module", autouse=True)
 def yield_to_the_browser_tests(request):
     global _yielded
-    if not _yielded and os.environ.get("PYTEST_XDIST_WORKER") and request.path.name != "test_browser.py":
+    if not _yielded and os.environ.get("PYTEST_XDIST_WORKER") and not request.path.name.startswith("test_browser"):
         os.nice(YIELD_TO_BROWSER)
         _yielded = True
 

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import warnings
 
+import nbformat
 import pytest
 import torch
 
@@ -34,13 +35,51 @@ def test_a_failed_check_shows_in_a_notebook_as_its_diagnosis_alone():
     m = BY_ID["M-views-copy"]
     lines = [re.sub(r"\x1b\[[0-9;]*m", "", line) for line in shown[-1]]
     assert lines == ["\u2717 one plus one is 2", "  expected: 3", "  likely mistake: addition is not concatenation.",
-                     f"  misconception M-views-copy: {m.myth}", f"  read again: {m.link}"]
-    # the message in one line stays what check, the grader and the feedback read
+                     f"  Myth: {m.myth}", f"  read again: {m.link}"]
+    # the message in one line stays what check, the grader and the feedback read; the myth is labelled
     message = fails(ck.check_equal, 1 + 1, 3, "one plus one", hint="M-views-copy: addition is not concatenation.")
-    assert message == f"one plus one is 2; expected 3. Likely mistake: addition is not concatenation. [M-views-copy: {m.link}]"
+    assert message == (f"one plus one is 2; expected 3. Likely mistake: addition is not concatenation. "
+                       f"Myth: {m.myth} [M-views-copy: {m.link}]")
     # a hint that names no misconception is a hint, not a diagnosed mistake
     shell.run_cell("ck.check_equal(1 + 1, 3, 'one plus one', hint='one entry per epoch.')")
     assert [re.sub(r"\x1b\[[0-9;]*m", "", line) for line in shown[-1]][-1] == "  hint: one entry per epoch."
+
+
+def test_in_a_jupyter_kernel_the_diagnosis_links_to_the_lecture_heading(monkeypatch, tmp_path):
+    """In JupyterLab (a kernel started in the notebook's folder) the failure shows its diagnosis as a
+    display whose "read again" is a link relative to the notebook, which JupyterLab opens at the
+    heading; the error output that follows is what the test is scored on.  Outside a kernel, or
+    where the lectures are not found, the diagnosis stays in the error's text."""
+    import os
+
+    from IPython.core.interactiveshell import InteractiveShell
+    from autograder.kernel.misconceptions import BY_ID
+    from harness import ROOT
+
+    shell = InteractiveShell.instance()
+    published: list[dict] = []
+    monkeypatch.setattr(shell.display_pub, "publish", lambda data, metadata=None, **kw: published.append(data),
+                        raising=False)
+    m = BY_ID["M-views-copy"]
+    with pytest.raises(ck.CheckFailed) as failed:
+        ck.check_equal(1, 2, "x", hint="M-views-copy: a slice is a view.")
+    monkeypatch.chdir(ROOT / "exercises" / "a1_views")
+    assert len(failed.value._render_traceback_()) == 5 and not published   # a shell without a kernel
+    monkeypatch.setattr(shell, "kernel", object(), raising=False)
+    lines = failed.value._render_traceback_()
+    assert len(lines) == 1 and "diagnosis is above" in lines[0]
+    [data] = published
+    lecture = nbformat.read(ROOT / m.lecture, as_version=4)
+    cell = next(c for c in lecture.cells if c.cell_type == "markdown" and f"# {m.heading}" in c.source)
+    href = f"../../{m.lecture}#cell-id={cell.id}"        # JupyterLab scrolls to the heading's cell
+    assert f'<a href="{href}">{m.link}</a>' in data["text/html"], data["text/html"]
+    assert os.path.isfile(os.path.join(os.getcwd(), href.partition("#")[0]))
+    assert f"Myth: {m.myth}" in data["text/plain"] and "likely mistake: a slice is a view." in data["text/plain"]
+    assert len(failed.value._render_traceback_()) == 1 and len(published) == 1   # shown once
+    with pytest.raises(ck.CheckFailed) as again:
+        ck.check_equal(1, 2, "x", hint="M-views-copy: a slice is a view.")
+    monkeypatch.chdir(tmp_path)             # no course/ above: the text, no link to nowhere
+    assert len(again.value._render_traceback_()) == 5 and len(published) == 1
 
 
 def test_predictions_not_started_show_one_line_and_still_read_as_not_implemented():
@@ -214,3 +253,11 @@ def test_a_set_of_names_reads_the_same_in_every_process():
         checks.check_equal({"MulBackward0", "AccumulateGrad", "SumBackward0"}, {"SumBackward0", "CopySlices"}, "ops")
     assert "ops is {'AccumulateGrad', 'MulBackward0', 'SumBackward0'}" in str(failed.value)
     assert "{'CopySlices', 'SumBackward0'}" in str(failed.value)
+
+
+def test_the_default_storage_hint_tells_advanced_indexing_from_a_0d_index():
+    """Indexing with a 0-d integer tensor is basic indexing (a view); a 1-d index tensor copies."""
+    a = torch.arange(6.0)
+    ck.check_same_storage(a[torch.tensor(1)], a)            # a view, as the hint now says
+    msg = fails(ck.check_same_storage, a[torch.tensor([1])], a, "a[torch.tensor([1])]", "a")
+    assert "an index tensor with a dimension" in msg and "0-d integer tensor index" in msg and "gives a view" in msg

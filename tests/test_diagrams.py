@@ -164,3 +164,28 @@ def test_autograd_graph_with_saved_tensors_keeps_leaves_on_top_and_the_output_at
     assert height["()"] == [bottom]
     assert min(height["AccumulateGrad"]) > height["MulBackward0"][0] > height["ExpBackward0"][0] > height["SumBackward0"][0]
     assert height["result"][0] > height["ExpBackward0"][0]   # the saved result sits above the node keeping it
+
+
+def _top_to_bottom(svg: str, prefix: str) -> list[str]:
+    """The titles of the picture's nodes that start with ``prefix``, from the top of the picture down."""
+    found = {}
+    for m in re.finditer(r'<g id="node\d+" class="node">\s*<title>([^<]+)</title>(.*?)</g>', svg, re.S):
+        title = m.group(1).replace("&quot;", '"')
+        y = re.search(r'\by="(-?[\d.]+)"', m.group(2))
+        if title.startswith(prefix) and y:
+            found[title] = float(y.group(1))
+    return sorted(found, key=found.get)
+
+
+@needs_dot
+def test_memory_diagram_draws_names_tensors_and_storages_in_the_order_of_its_arguments():
+    import itertools
+
+    a = torch.zeros(3)
+    given = [("a", a), ("b", a), ("c", a.clone()), ("v", a[1:])]
+    for order in itertools.permutations(given):
+        svg = memory_diagram(**dict(order)).svg()
+        assert _top_to_bottom(svg, "n:") == [f"n:{name}" for name, _ in order]
+        tensors = _top_to_bottom(svg, "T")
+        assert tensors == sorted(tensors, key=lambda t: int(t[1:])), (order, tensors)   # T1 on top
+        assert _top_to_bottom(svg, "S") == sorted(_top_to_bottom(svg, "S"), key=lambda s: int(s[1:]))

@@ -10,7 +10,10 @@ hardware and are checked by ``tests/test_gpu.py`` instead.
 
 A markdown cell that asks the reader to **Predict** is answered by the code cells after it (up
 to the next markdown cell); their outputs are stored collapsed (``jupyter.outputs_hidden``), so
-the answer is one click away in JupyterLab but not on screen before the guess.
+the answer is one click away in JupyterLab but not on screen before the guess.  The paragraph
+that explains such an answer is collapsed too (tag ``answer``), and a paragraph left in view right
+after a collapsed answer was checked to give nothing away (tag ``no-spoiler``): see
+``autograder.course.reveals``.
 """
 from __future__ import annotations
 
@@ -20,6 +23,7 @@ import nbformat
 import pytest
 
 from autograder.course.layout import lectures
+from autograder.course.reveals import spoiler_problems
 from autograder.grading.jobs import Job, execute
 from autograder.grading.runner import SlotPool
 from autograder.grading.sandbox import Limits
@@ -156,6 +160,12 @@ def test_a_predictions_answer_is_stored_collapsed_and_nothing_else_is(path):
     assert not stray, f"cells {stray} have their outputs collapsed, but no Predict question comes before them"
     empty = sorted(i for i in answers if not nb.cells[i].get("outputs"))
     assert not empty, f"cells {empty} answer a Predict question but store no outputs to reveal"
+
+
+@pytest.mark.parametrize("path", LECTURES, ids=ids(LECTURES))
+def test_no_paragraph_in_view_gives_a_collapsed_answer_away(path):
+    problems = spoiler_problems(nbformat.read(path, as_version=4))
+    assert not problems, f"{path.name}: {len(problems)} answer(s) could be read before the guess:\n" + "\n".join(problems)
 
 
 TITLE = re.compile(r"# (\d\d[a-z]?) \u2014 \S")  # "# 02 — `clone()`: a copy that stays in the graph"

@@ -97,10 +97,10 @@ def test_a_tagged_failure_shows_its_misconception_and_link_and_an_untagged_one_a
     m = BY_ID["M-detach-copies"]
     with pytest.raises(ck.CheckFailed) as tagged:
         ck.check_equal(1, 2, "x", hint="M-detach-copies: add .clone().")
-    assert str(tagged.value) == f"x is 1; expected 2. Likely mistake: add .clone(). [{m.id}: {m.link}]"
+    assert str(tagged.value) == f"x is 1; expected 2. Likely mistake: add .clone(). Myth: {m.myth} [{m.id}: {m.link}]"
     lines = [re.sub(r"\x1b\[[0-9;]*m", "", line) for line in tagged.value._render_traceback_()]
     assert lines == ["\u2717 x is 1", "  expected: 2", "  likely mistake: add .clone().",
-                     f"  misconception {m.id}: {m.myth}", f"  read again: {m.link}"]
+                     f"  Myth: {m.myth}", f"  read again: {m.link}"]
     assert ids_in(str(tagged.value)) == [m.id]
     with pytest.raises(ck.CheckFailed) as plain:
         ck.check_equal(1, 2, "x", hint="one entry per epoch.")

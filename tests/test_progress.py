@@ -53,7 +53,7 @@ def test_progress_shows_done_failing_with_its_diagnostic_not_started_and_missing
     assert [r.assignment for r in rows] == ["a1_views", "a2_clone", "a3_detach", "a4_grad_modes"]
     assert by["a1_views"].status == "failing"
     assert (by["a1_views"].passed, by["a1_views"].tests) == (3, 4)   # the predictions: not checked here
-    assert by["a1_views"].diagnostic.startswith("test_shares_memory:")
+    assert by["a1_views"].diagnostic.startswith("shares_memory:")
     assert "a[1] is a view of a" in by["a1_views"].diagnostic  # the test's own hint
     assert by["a2_clone"].status == "not started" and by["a2_clone"].points == 0
     assert by["a3_detach"].status == "done" and by["a3_detach"].points == by["a3_detach"].visible_points > 0
@@ -73,7 +73,8 @@ def test_progress_second_run_comes_from_the_cache_without_running_a_kernel(learn
     second_s = time.monotonic() - start
     assert [(r.assignment, r.status, r.points, r.diagnostic) for r in rows] == \
            [(r.assignment, r.status, r.points, r.diagnostic) for r in first]
-    assert all(r.cached for r in rows if r.status != "missing")
+    # the untouched one was never run: it needs no cache
+    assert all(r.cached for r in rows if r.status not in ("missing", "not started"))
     assert second_s < 5.0 and second_s < first_s / 3, (first_s, second_s)
 
 
@@ -95,6 +96,21 @@ def test_progress_reruns_only_the_notebook_whose_content_changed(learner, tmp_pa
     rows = prog.progress(course, cache=cache)
     assert ran == ["a2_clone.ipynb"]  # a1_views: same bytes as before, even in another folder
     assert {r.assignment: r.status for r in rows} == {"a1_views": "failing", "a2_clone": "done"}
+
+
+def test_an_untouched_release_is_not_started_without_running_it(tmp_path, monkeypatch):
+    """The first progress of a fresh course runs no notebook the learner has not touched."""
+    blank = write(submission("a2_clone", blank=True), tmp_path / RELEASE_DIR / "a2_clone" / "a2_clone.ipynb")
+    assert prog.untouched(nbformat.read(blank, as_version=4))
+    monkeypatch.setattr(prog, "check_notebook", lambda *a, **k: pytest.fail("an untouched notebook was run"))
+    [row] = prog.progress(tmp_path, cache=tmp_path / "cache")
+    assert (row.status, row.points, row.diagnostic) == ("not started", 0, "")
+    assert row.tests == 3 and row.visible_points == 3 and row.total_points > 3
+    # one answer cell changed, even to something that still does nothing: it runs
+    nb = nbformat.read(blank, as_version=4)
+    cell = next(c for c in nb.cells if role(c).grade_id == "graph_copy")
+    cell.source += "\n# started"
+    assert not prog.untouched(nb)
 
 
 def test_cache_key_follows_content_and_package_version(tmp_path, monkeypatch):
@@ -125,9 +141,9 @@ def test_status_rules_done_not_started_and_failing_with_the_first_diagnostic(tmp
     assert row([todo, todo]).status == "not started"
     assert row([todo], ["answer cell x: NotImplementedError"]).status == "not started"
     r = row([ok, todo, bad])
-    assert (r.status, r.diagnostic, r.passed, r.tests) == ("failing", "test_c: CheckFailed: c is wrong", 1, 3)
+    assert (r.status, r.diagnostic, r.passed, r.tests) == ("failing", "c: CheckFailed: c is wrong", 1, 3)
     r = row([ok, todo])
-    assert r.status == "failing" and r.diagnostic.startswith("test_b: the function still raises")
+    assert r.status == "failing" and r.diagnostic.startswith("b: the function still raises")
     r = row([todo], ["answer cell f: SyntaxError: invalid syntax (line 2)"])
     assert r.status == "failing" and r.diagnostic == "answer cell f: SyntaxError: invalid syntax (line 2)"
     assert row([ok], ["the run stopped: DeadKernelError: ..."]).status == "failing"
@@ -141,7 +157,7 @@ def test_progress_command_prints_the_table_and_the_summary(learner):
     out = subprocess.run([PY, "-m", "autograder", "progress"], cwd=root / RELEASE_DIR, env=env,
                          capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr
-    for word in ("a1_views", "failing", "test_shares_memory", "a2_clone", "not started",
+    for word in ("a1_views", "failing", "shares_memory", "a2_clone", "not started",
                  "a3_detach", "done", "a4_grad_modes", "missing"):
         assert word in out.stdout, word
     flat = " ".join(out.stdout.split())

@@ -18,6 +18,7 @@ import nbformat
 import pytest
 
 from autograder.course import handout, site
+from autograder.course.reveals import answer_cells, is_answer
 from autograder.learner.cells import RELEASE_DIR, notebooks, role
 from autograder.course.layout import LECTURE_DIR, SOURCE_DIR, assignments, lectures, region_lines
 from harness import ROOT
@@ -104,6 +105,10 @@ def test_site_has_an_index_and_one_page_per_lecture_with_prev_next_navigation(bu
     assert sorted(p.name for p in out.glob("*.html")) == sorted(["index.html"] + [f"{n}.html" for n in names])
     index = parse(out / "index.html")
     assert list(dict.fromkeys(u for t, u in index.links if t == "a")) == [f"{n}.html" for n in names]
+    # the check command is one a learner can type as written: a real exercise, no placeholder
+    first = sorted(p for p in (ROOT / RELEASE_DIR).iterdir() if p.is_dir())[0]
+    index_text = (out / "index.html").read_text(encoding="utf-8")
+    assert f"copy-that check {RELEASE_DIR}/{first.name}/{first.name}.ipynb" in index_text and "aN_slug" not in index_text
     for i, name in enumerate(names):
         text = (out / f"{name}.html").read_text(encoding="utf-8")
         links = [u for _, u in parse(out / f"{name}.html").links]
@@ -232,9 +237,51 @@ def test_site_shows_a_predictions_answer_only_behind_a_reveal(built_site):
             hidden += answer
             where = "behind a reveal" if answer else "in view"
             assert page.outputs.get(cell.id) == {answer}, f"{nb_path.name} cell {i}: outputs should be {where}"
-        assert text.count("<summary>Show what it prints</summary>") == hidden, nb_path.name
+        grouped = {j for followers in answer_cells(nb).values() for j in followers}
+        alone = sum(1 for i, c in enumerate(nb.cells) if is_answer(c) and c.cell_type == "markdown" and i not in grouped)
+        assert text.count("<summary>Show the answer</summary>") == hidden + alone, nb_path.name
         revealed += hidden
     assert revealed >= 50, "the lectures' Predict answers are collapsed (tests/test_lectures.py)"
+
+
+REVEAL = re.compile(r'<details class="ct-reveal">(.*?)</details>', re.S)
+
+
+def test_site_puts_a_collapsed_output_and_its_explanation_behind_one_reveal(tmp_path):
+    """The question and the code in view; the output and the 'answer' paragraphs after it behind one
+    "Show the answer"; a paragraph checked to give nothing away stays in view."""
+    root = tmp_path / "course-root"
+    (root / LECTURE_DIR).mkdir(parents=True)
+    code = nbformat.v4.new_code_cell("print(b)", outputs=[nbformat.v4.new_output("stream", name="stdout",
+                                                                               text="OUTPUT-SEVEN\n")])
+    code.metadata["jupyter"] = {"outputs_hidden": True}
+
+    def answer(text):
+        return nbformat.v4.new_markdown_cell(text, metadata={"tags": ["answer"], "jupyter": {"source_hidden": True}})
+
+    lecture = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_markdown_cell("# 01 \u2014 One\n\n**Predict:** QUESTION-TEXT?"), code,
+        answer("EXPLAINED-FIRST: so `b` changed."), answer("EXPLAINED-SECOND."),
+        nbformat.v4.new_markdown_cell("NEUTRAL-NEXT step.", metadata={"tags": ["no-spoiler"]}),
+        nbformat.v4.new_code_cell("print(2)", outputs=[nbformat.v4.new_output("stream", name="stdout", text="IN-VIEW\n")]),
+        answer("STRAY-EXPLANATION after no collapsed output."),
+    ])
+    nbformat.write(lecture, root / LECTURE_DIR / "01_one.ipynb")
+    site.build_site(root, root / "site")
+    text = (root / "site" / "01_one.html").read_text()
+    reveals = REVEAL.findall(text)
+    assert len(reveals) == 2 and text.count("<summary>Show the answer</summary>") == 2
+    first, stray = reveals
+    assert "OUTPUT-SEVEN" in first and "EXPLAINED-FIRST" in first and "EXPLAINED-SECOND" in first
+    assert first.index("OUTPUT-SEVEN") < first.index("EXPLAINED-FIRST") < first.index("EXPLAINED-SECOND")
+    assert "STRAY-EXPLANATION" in stray
+    outside = REVEAL.sub("", text)
+    for shown in ("QUESTION-TEXT", "print", "NEUTRAL-NEXT", "IN-VIEW"):
+        assert shown in outside, f"{shown} should stay in view"
+    for hidden in ("OUTPUT-SEVEN", "EXPLAINED", "STRAY-EXPLANATION"):
+        assert hidden not in outside, f"{hidden} is on the page outside a reveal"
+    # each explanation is on the page once: moved into the reveal, not also left below it
+    assert text.count("EXPLAINED-FIRST") == 1
 
 
 def test_site_takes_any_number_of_lectures_and_rewrites_links_between_them(tmp_path):
@@ -350,4 +397,4 @@ def test_a_student_can_check_an_exercise_with_the_handouts_own_package(made_hand
                          capture_output=True, text=True, env=env, timeout=300)
     assert out.returncode == 1 and "0/5 visible tests pass" in " ".join(out.stdout.split()), out.stdout + out.stderr
     usage = subprocess.run([PY, "-m", "autograder", "--help"], cwd=folder, capture_output=True, text=True, env=env).stdout
-    assert "{doctor,check,lab,progress}" in usage, f"a student's copy offers other commands than the learner's: {usage}"
+    assert "{doctor,check,answers,lab,progress}" in usage, f"a student's copy offers other commands than the learner's: {usage}"

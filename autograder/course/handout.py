@@ -134,6 +134,9 @@ copy-that check exercises/a1_views/a1_views.ipynb --watch   # again on every sav
 copy-that progress                                          # every exercise in one table
 ```
 
+`check` reads the notebook as saved on disk: save in JupyterLab first (Ctrl-S). Typed inside an
+exercise's folder, `copy-that check` alone checks the notebook there.
+
 Only the visible tests run here. Hidden tests (other dtypes, non-contiguous views, the traps the
 lectures warn about) and the written answers count when your instructor grades the assignment,
 so a ✓ everywhere is a good sign, not the final grade. Submit the way your instructor tells you

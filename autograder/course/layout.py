@@ -7,10 +7,7 @@ from pathlib import Path
 
 import nbformat
 
-from ..learner.cells import SOLUTION_MARKERS, nearest_folder, notebooks, role
-
-SOURCE_DIR = "solutions"
-LECTURE_DIR = "course"
+from ..learner.cells import LECTURE_DIR, SOLUTION_MARKERS, SOURCE_DIR, nearest_folder, notebooks, role  # noqa: F401
 
 
 def find_root(start: str | os.PathLike | None = None) -> Path:

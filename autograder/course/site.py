@@ -4,9 +4,11 @@ Each notebook of ``course/`` is rendered with nbconvert's JupyterLab template, a
 lectures are committed executed), with every image embedded in the page (``data:`` URIs) and
 none of the scripts the template would fetch from a CDN (MathJax, Mermaid, require.js: the
 lectures use no TeX and no Mermaid), so the folder can be opened from disk without a network,
-copied, or served by any static host.  The outputs of a cell that answers a "Predict" question
-(stored collapsed, ``outputs_hidden``) sit behind a "Show what it prints" reveal.  An index page
-lists the lectures; every page links to the index and to the previous and next lecture.
+copied, or served by any static host.  The answer to a "Predict" question waits behind one
+"Show the answer" reveal: the outputs of the cell that answers it (stored collapsed,
+``outputs_hidden``) and the ``answer`` paragraphs that explain it (see
+:mod:`autograder.course.reveals`); the question and the code stay in view.  An index page lists the
+lectures; every page links to the index and to the previous and next lecture.
 """
 from __future__ import annotations
 
@@ -17,8 +19,9 @@ from pathlib import Path
 
 import nbformat
 
-from ..learner.cells import notebooks
+from ..learner.cells import RELEASE_DIR, notebooks
 from .layout import LECTURE_DIR
+from .reveals import answer_cells, is_answer
 
 COURSE_TITLE = "Copy That"
 
@@ -37,16 +40,32 @@ TEMPLATE = r"""
 {{ super() }}
 {{ resources.copy_that.nav }}
 {%- endblock body_header -%}
-{#- A prediction's answer (outputs stored collapsed) waits behind a reveal; the code stays visible. -#}
+{#- A prediction's answer (outputs stored collapsed, then the paragraphs that explain it) waits
+    behind one reveal; the code stays visible. -#}
 {% block output_group scoped -%}
-{%- if cell.metadata.get('jupyter', {}).get('outputs_hidden') -%}
-<details class="ct-reveal"><summary>Show what it prints</summary>
+{%- if cell.metadata.get('copy_that', {}).get('reveal') -%}
+<details class="ct-reveal"><summary>Show the answer</summary>
 {{ super() }}
+{%- for answer in cell.metadata.copy_that.answers %}
+<div class="jp-RenderedHTMLCommon jp-RenderedMarkdown jp-MarkdownOutput ct-answer" data-mime-type="text/markdown">
+{{ answer | markdown2html | strip_files_prefix }}
+</div>
+{%- endfor %}
 </details>
 {%- else -%}
 {{ super() }}
 {%- endif -%}
 {%- endblock output_group %}
+{#- An explanation that follows no collapsed output still waits behind a reveal of its own. -#}
+{% block markdowncell scoped -%}
+{%- if cell.metadata.get('copy_that', {}).get('reveal') -%}
+<details class="ct-reveal"><summary>Show the answer</summary>
+{{ super() }}
+</details>
+{%- else -%}
+{{ super() }}
+{%- endif -%}
+{%- endblock markdowncell %}
 {#- Diagrams carry their text drawing (text/plain) as the picture's alternative text. -#}
 {% block data_svg scoped -%}
 <div class="jp-RenderedSVG jp-OutputArea-output {{ extra_class }}" data-mime-type="image/svg+xml">
@@ -69,6 +88,7 @@ nav.ct-nav .ct-next { text-align: right; }
 nav.ct-nav .ct-home { font-weight: 600; }
 details.ct-reveal > summary { cursor: pointer; margin: 0.3em 0 0.3em 1em; color: #1a5fb4;
   font-family: system-ui, sans-serif; font-size: 14px; }
+details.ct-reveal > .ct-answer { padding: 0.2em 1em 0.2em 2em; }
 """
 
 INDEX_CSS = """
@@ -170,9 +190,28 @@ def _exporter():
                         template_file="copy_that.html.j2", embed_images=True)
 
 
+def group_reveals(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
+    """Mark what the page shows behind a reveal: each collapsed output, with the ``answer``
+    paragraphs after it moved into its reveal; an ``answer`` paragraph left on its own (after no
+    collapsed output) gets a reveal of its own."""
+    groups = answer_cells(nb)
+    moved: set[int] = set()
+    for i, followers in groups.items():
+        cell = nb.cells[i]
+        if not cell.get("outputs"):       # nothing to reveal in the cell: its explanation stands alone
+            continue
+        cell.metadata["copy_that"] = {"reveal": True, "answers": [nb.cells[j].source for j in followers]}
+        moved.update(followers)
+    for i, cell in enumerate(nb.cells):
+        if i not in moved and cell.cell_type == "markdown" and is_answer(cell):
+            cell.metadata["copy_that"] = {"reveal": True}
+    nb.cells = [c for i, c in enumerate(nb.cells) if i not in moved]
+    return nb
+
+
 def render_page(page: Page, prev: Page | None, nxt: Page | None, site_names: set[str]) -> str:
     """One lecture as a standalone HTML page, images embedded, with the navigation bars."""
-    nb = nbformat.read(page.notebook, as_version=4)
+    nb = group_reveals(nbformat.read(page.notebook, as_version=4))
     resources = {
         "metadata": {"name": page.title, "path": str(page.notebook.parent)},
         "copy_that": {"nav": _nav(prev, nxt), "css": CSS},
@@ -181,13 +220,17 @@ def render_page(page: Page, prev: Page | None, nxt: Page | None, site_names: set
     return fix_links(body, site_names)
 
 
-def render_index(all_pages: list[Page]) -> str:
+def render_index(all_pages: list[Page], example: str | None = None) -> str:
+    """The index page; ``example`` is an exercise notebook to name in the check command."""
     items = []
     for p in all_pages:
         note = "" if p.has_outputs else ' <span class="ct-note">(stored without outputs: run it in JupyterLab)</span>'
         items.append(f'<li><a href="{html.escape(p.html_name)}">{html.escape(p.title)}</a>{note}'
                      f'<div class="ct-blurb">{p.blurb}</div></li>')
     first = f'<a href="{html.escape(all_pages[0].html_name)}">start here</a>' if all_pages else "start here"
+    check = (f"; check an exercise in one of its terminals: <code>copy-that check {html.escape(example)}</code> "
+             f"for the first one (each assignment has its folder in <code>{RELEASE_DIR}/</code>)."
+             if example else ".")
     return f"""<!DOCTYPE html>
 <html lang="en">
 <head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1.0">
@@ -196,14 +239,24 @@ def render_index(all_pages: list[Page]) -> str:
 <h1>{COURSE_TITLE}: what PyTorch copies, and what it does not</h1>
 <p>The lectures with their outputs, memory diagrams and autograd graphs, to read in a browser
 without installing anything ({first}). To run them and do the exercises, set up the course and
-open it in JupyterLab (<code>make lab</code>); check an exercise with
-<code>copy-that check exercises/aN_slug/aN_slug.ipynb</code> in one of its terminals.</p>
+open it in JupyterLab (<code>make lab</code>){check}</p>
 <ol class="ct-lectures">
 {chr(10).join(items)}
 </ol>
 </body>
 </html>
 """
+
+
+def first_exercise(root: Path) -> str | None:
+    """The first exercise notebook of the course, relative to its root (``exercises/a1_views/a1_views.ipynb``)."""
+    release = root / RELEASE_DIR
+    folders = sorted(p for p in release.iterdir() if p.is_dir() and not p.name.startswith(".")) if release.is_dir() else []
+    for folder in folders:
+        found = notebooks(folder)
+        if found:
+            return found[0].relative_to(root).as_posix()
+    return None
 
 
 def build_site(root: Path, out: Path) -> list[Path]:
@@ -221,5 +274,5 @@ def build_site(root: Path, out: Path) -> list[Path]:
         target.write_text(render_page(page, prev, nxt, names), encoding="utf-8")
         written.append(target)
     index = out / "index.html"
-    index.write_text(fix_links(render_index(all_pages), names), encoding="utf-8")
+    index.write_text(fix_links(render_index(all_pages, first_exercise(root)), names), encoding="utf-8")
     return [index, *written]

@@ -17,6 +17,7 @@ from typing import Any
 import torch
 
 from . import predictions as _pred
+from .diagnosis import ansi_row, show_in_notebook
 from .misconceptions import Misconception, split_tag as _split_tag
 
 __all__ = [
@@ -94,18 +95,28 @@ class CheckFailed(AssertionError):
         self.observed, self.expected, self.hint = observed, expected, hint
         self.misconception = misconception
 
-    def _render_traceback_(self) -> list[str]:
+    def diagnosis(self) -> list[tuple[str, str]]:
+        """The diagnosis as (label, text) rows: the observation (label ``"\u2717"``), what was
+        expected, the likely mistake or hint, the myth behind it and where to read again."""
         if self.observed is None:
-            return [f"\x1b[31mCheckFailed\x1b[0m: {self}"]
-        lines = [f"\x1b[31m\u2717 {self.observed}\x1b[0m", f"  expected: {self.expected}"]
+            return [("CheckFailed", _str(self))]
+        rows = [("\u2717", self.observed), ("expected", self.expected)]
         m = self.misconception
         if m is not None:
-            lines.append(f"  \x1b[33mlikely mistake:\x1b[0m {self.hint}")
-            lines.append(f"  \x1b[33mmisconception {m.id}:\x1b[0m {m.myth}")
-            lines.append(f"  \x1b[33mread again:\x1b[0m {m.link}")
+            rows += [("likely mistake", self.hint), ("Myth", m.myth), ("read again", m.link)]
         elif self.hint:
-            lines.append(f"  \x1b[33mhint:\x1b[0m {self.hint}")
-        return lines
+            rows.append(("hint", self.hint))
+        return rows
+
+    def _render_traceback_(self) -> list[str]:
+        rows = self.diagnosis()
+        if self.misconception is not None and (getattr(self, "_shown", False)
+                                               or show_in_notebook(rows, self.misconception)):
+            self._shown = True   # IPython may render a traceback twice: one display is enough
+            # shown above as a display with a link that opens the lecture at its heading (the test
+            # still fails on this error, as the grader scores it)
+            return ["\x1b[31m\u2717 this test failed\x1b[0m: the diagnosis is above"]
+        return [ansi_row(label, text) for label, text in rows]
 
 
 class _NotStarted(NotImplementedError):
@@ -123,7 +134,7 @@ def _fail(observed: str, expected: str, hint: str | None = None) -> None:
     misconception, text = _split_tag(hint)
     message = f"{observed}; expected {expected}."
     if misconception is not None:
-        message += f" Likely mistake: {text} [{misconception.id}: {misconception.link}]"
+        message += f" Likely mistake: {text} Myth: {misconception.myth} [{misconception.id}: {misconception.link}]"
     elif text:
         message += f" Hint: {text}"
     raise CheckFailed(message, observed, expected, text, misconception)
@@ -185,7 +196,8 @@ def check_same_storage(a: torch.Tensor, b: torch.Tensor, what: str = "the result
         _fail(f"{what} has its own storage, not the storage of {other}",
               f"{what} to share memory with {other}",
               hint or ("M-indexing-views: an out-of-place operation made a copy: `t + 1`, `clone()` and advanced "
-                      "indexing (a list or tensor index) allocate new memory."))
+                      "indexing (a list, a mask or an index tensor with a dimension) allocate new memory; "
+                      "a 0-d integer tensor index is read like `a[1]` and gives a view."))
 
 
 def check_new_storage(result: torch.Tensor, source: torch.Tensor, what: str = "the result",

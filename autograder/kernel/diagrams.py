@@ -141,6 +141,13 @@ def memory_diagram(*args: dict[str, torch.Tensor], **named: torch.Tensor) -> Dia
         tlabel = tensors[id(t)][0]
         dot.append(f'  "n:{_esc(name)}" [shape=plaintext, label="{_esc(name)}", fontname="Courier", fontsize=13];')
         dot.append(f'  "n:{_esc(name)}" -> "{tlabel}";')
+    # Graphviz orders the nodes of a column as it likes (in this layout, the first at the bottom):
+    # invisible edges inside each column keep the names, tensors and storages top to bottom in the
+    # order they were given
+    for column in ([f"n:{_esc(n)}" for n in items], [lbl for lbl, _ in tensors.values()],
+                   [lbl for lbl, _ in storages.values()]):
+        if len(column) > 1:
+            dot.append("  { rank=same; " + " -> ".join(f'"{c}"' for c in column) + " [style=invis]; }")
     for tid, (tlabel, t) in tensors.items():
         slabel = storages[_storage_key(t)][0]
         parts = _tensor_summary(t)

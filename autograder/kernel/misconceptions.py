@@ -56,7 +56,7 @@ MISCONCEPTIONS: tuple[Misconception, ...] = (
       L01, "Function arguments are names too"),
     M("M-views-copy", "a view (`a[1]`, `a.t()`, `a.view(...)`, a slice) has memory of its own.",
       L01, "2. Views: a new tensor object on the same storage"),
-    M("M-indexing-views", "every index returns a view, a list or tensor index too.", L01, "3. Copies"),
+    M("M-indexing-views", "every index returns a view, a list, a mask or a 1-d index tensor too.", L01, "3. Copies"),
     M("M-reshape-views", "`reshape`, `flatten` and `contiguous` always return a view (or fail like `view`).",
       L01, "`reshape`, `flatten`, `contiguous`: a view when possible, a copy when not"),
     M("M-equal-values-shared", "tensors with equal values share memory, so comparing values tells.", L01, "3. Copies"),

@@ -7,7 +7,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Mapping
 
-RELEASE_DIR = "exercises"
+RELEASE_DIR = "exercises"      # what learners get (nbgrader's release folder)
+SOURCE_DIR = "solutions"       # the instructor's notebooks (nbgrader's source folder), in a clone of the course
+LECTURE_DIR = "course"         # the lectures
 
 # A stderr stream holding a Python warning ("file.py:12: UserWarning: ...").  nbgrader scores any
 # stderr output as a failed test; the course drops warnings first (nbgrader_config.py).
@@ -56,3 +58,38 @@ def role(cell: Mapping) -> CellRole:
         locked=bool(meta.get("locked", False)),
         points=float(meta.get("points", 0) or 0),
     )
+
+
+def find_notebook(given: str | None, cwd: Path | None = None) -> tuple[Path, str | None]:
+    """The notebook ``check`` was asked for, and a note when it was found elsewhere than typed.
+
+    The path may be relative to the current folder, or to the course folder above it (the command
+    the notebooks print, typed inside ``exercises/a1_views``); a folder stands for its one notebook;
+    nothing at all, for the one notebook here.  Raises ``FileNotFoundError`` saying what to type."""
+    here = Path(cwd or Path.cwd()).resolve()
+
+    def only_notebook(folder: Path) -> Path | None:
+        found = notebooks(folder)
+        return found[0] if len(found) == 1 else None
+
+    if given is None:
+        found = only_notebook(here)
+        if found is None:
+            raise FileNotFoundError(f"name the notebook to check, e.g. copy-that check {RELEASE_DIR}/a1_views/a1_views.ipynb "
+                                    "(from the course folder)")
+        return found, None
+    path = Path(given)
+    target = path if path.is_absolute() else here / path
+    if target.is_file():
+        return target, None
+    if target.is_dir() and only_notebook(target) is not None:
+        return only_notebook(target), None
+    root = nearest_folder(here, lambda f: (f / RELEASE_DIR).is_dir())
+    if root is not None and not path.is_absolute() and (root / path).is_file():
+        return root / path, f"checking {path} of the course folder {root}"
+    hint = ""
+    if root is not None and (root / RELEASE_DIR / path.stem / path.name).is_file():
+        hint = f": it is {root / RELEASE_DIR / path.stem / path.name}"
+    elif root is not None:
+        hint = f": run it from the course folder ({root}), or give the path from here"
+    raise FileNotFoundError(f"no such notebook: {given}{hint}")

@@ -3,7 +3,8 @@
 Each notebook is run with :func:`autograder.learner.selfcheck.check_notebook` (visible tests only, as
 ``autograder check`` does).  Results are cached on disk, keyed by the sha256 of the notebook's
 bytes and the package version (plus the test helpers' source), so a second ``progress`` only
-runs the notebooks that changed.
+runs the notebooks that changed.  A notebook whose answer cells are all still as handed out
+(nbgrader's checksum of each) is "not started" without running it.
 """
 from __future__ import annotations
 
@@ -23,7 +24,7 @@ from .cells import RELEASE_DIR, nearest_folder, notebooks, role
 from .selfcheck import CELL_TIMEOUT, CheckReport, TestResult, check_notebook
 
 CACHE_ENV = "COPY_THAT_CACHE"
-CACHE_FORMAT = 2
+CACHE_FORMAT = 3
 
 
 @dataclass
@@ -97,8 +98,36 @@ def _store(cache: Path, key: str, report: CheckReport) -> None:
     tmp.replace(cache / f"{key}.json")  # atomic: a second progress running alongside never reads half a file
 
 
+def untouched(nb: nbformat.NotebookNode) -> bool:
+    """Every answer cell is still as handed out: nbgrader's checksum of it is the one stored at release."""
+    from nbgrader.utils import compute_checksum
+
+    answers = [c for c in nb.cells if role(c).solution]
+    return bool(answers) and all(c.metadata.get("nbgrader", {}).get("checksum") == compute_checksum(c) for c in answers)
+
+
+def unstarted_report(path: Path, nb: nbformat.NotebookNode) -> CheckReport:
+    """What ``check`` would say of an untouched notebook, without running it: every visible test not
+    started, every written answer empty."""
+    results, hidden, written = [], [], []
+    for cell in nb.cells:
+        r = role(cell)
+        if r.is_manual:
+            written.append(r.grade_id or "?")
+        if cell.cell_type == "code" and r.is_test:
+            if all(not line.strip() or line.lstrip().startswith("#") for line in cell.source.splitlines()):
+                hidden.append(r.grade_id or "?")
+            else:
+                results.append(TestResult(r.grade_id or "?", 0.0, r.points, "not started", "not started yet"))
+    return CheckReport(path, results, [], hidden, list(written), written)
+
+
 def cached_check(path: Path, cache: Path | None, timeout: int = CELL_TIMEOUT) -> tuple[CheckReport, bool]:
-    """The notebook's check report, from the cache when its content was checked before."""
+    """The notebook's check report, from the cache when its content was checked before; an
+    untouched notebook's without running it."""
+    nb = nbformat.read(path, as_version=4)
+    if untouched(nb):
+        return unstarted_report(path, nb), False
     key = cache_key(path) if cache else ""
     if cache:
         hit = _load(cache, key, path)
@@ -132,14 +161,14 @@ def summarize(assignment: str, path: Path, report: CheckReport, cached: bool = F
     else:
         status = "failing"
         if first_bad is not None:
-            diagnostic = f"{first_bad.grade_id}: {first_bad.message or first_bad.status}"
+            diagnostic = f"{first_bad.label}: {first_bad.message or first_bad.status}"
         elif problems:
             diagnostic = problems[0]
         elif not results:
             diagnostic = "no visible tests ran"
         else:  # some tests pass, the others still raise NotImplementedError
             todo = next(r for r in results if not r.passed)
-            diagnostic = f"{todo.grade_id}: {todo.message}"
+            diagnostic = f"{todo.label}: {todo.message}"
     return ExerciseProgress(
         assignment=assignment, notebook=path, status=status, passed=passed, tests=len(results),
         points=report.score, visible_points=report.max_score, total_points=_total_points(path),
@@ -211,8 +240,8 @@ def summary(rows: list[ExerciseProgress]) -> str:
     visible = sum(r.visible_points for r in rows)
     total = sum(r.total_points for r in rows)
     cached = sum(r.cached for r in rows)
-    line = (f"{done}/{len(rows)} exercises done, {points:g}/{visible:g} visible points. "
-            f"Graded out of {total:g}: hidden tests and written answers count when the assignment is graded.")
+    line = (f"{done}/{len(rows)} exercises done. Visible tests: {points:g} of their {visible:g} points; "
+            f"grading counts {total:g} points in all, the hidden tests and the written answers included.")
     if cached:
         line += f" ({cached} unchanged notebook(s) taken from the cache.)"
     return line

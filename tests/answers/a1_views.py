@@ -143,3 +143,24 @@ def count_storages(tensors):
 PREDICTIONS = {"q1": "B", "q2": "A", "q3": "B", "q4": "B"}
 '''),
 ]
+
+# Answers that never return: the grader stops the cell at its time limit and fails it, and so does
+# `copy-that check` (tests/test_check_agreement.py).  Kept apart from WRONG: each costs a time limit
+# per cell that runs it.
+LOOPS = [
+    Answer("count_storages", "a while loop whose condition never changes", '''
+def count_storages(tensors):
+    seen = set()
+    i = 0
+    while i < len(tensors):
+        seen.add(tensors[i].untyped_storage().data_ptr())
+    return len(seen)
+''', message="timed out"),
+    Answer("plus_one", "the answer cell itself never ends (a loop left at the top level)", '''
+def plus_one(t):
+    return t + 1
+
+while True:
+    pass
+''', message="timed out"),
+]
