@@ -350,13 +350,14 @@ def test_check_shows_a_wrong_letters_diagnosis_and_calls_no_letter_right(tmp_pat
         "graph_answer": 'graph_answer = "d"\n'}), nb)
     out = run_cli("check", str(nb), env=dict(os.environ, COLUMNS="400"))
     assert out.returncode == 1, out.stdout
-    row = lambda gid: next(line for line in out.stdout.splitlines() if f"{gid} " in line)
-    assert "✗" in row("test_predictions") and "graph nodes are backward functions, not tensors" in row("test_predictions")
-    assert "✗" in row("test_graph_answer") and "graph_answer is 'D'; expected another choice" in row("test_graph_answer")
-    assert "a second arrow comes into it straight from x's `AccumulateGrad`" in row("test_graph_answer")
-    assert "misconception M-nodes-are-tensors" in out.stdout and "misconception M-detach-keeps-branch" in out.stdout
+    row = lambda label: next(line for line in out.stdout.splitlines() if f"\u2502 {label} " in line)
+    assert "✗" in row("predictions") and "graph nodes are backward functions, not tensors" in row("predictions")
+    assert "✗" in row("graph_answer") and "graph_answer is 'D'; expected another choice" in row("graph_answer")
+    assert "a second arrow comes into it straight from x's `AccumulateGrad`" in row("graph_answer")
+    assert "predictions: Myth: the nodes of the graph are tensors" in out.stdout
+    assert "graph_answer: Myth: a branch through `detach()` still leads back to the leaf" in out.stdout
     nbformat.write(submission("a7_graphs", {"graph_answer": 'graph_answer = "b"\n'}), nb)
     out = run_cli("check", str(nb), env=dict(os.environ, COLUMNS="400"))
     assert out.returncode == 0, out.stdout
-    assert "?/3" in row("test_graph_answer") and "not checked here: no stored diagnosis for graph_answer = 'B'" in row("test_graph_answer")
-    assert "✓" not in row("test_graph_answer")
+    assert "?/3" in row("graph_answer") and "not checked here: no stored diagnosis for graph_answer = 'B'" in row("graph_answer")
+    assert "✓" not in row("graph_answer")
