@@ -715,8 +715,10 @@ class TestSandboxArgv:
         fork = sandbox.forkserver_command()
         assert fork[:2] == [sys.executable, "-I"]
         assert Path(fork[2]).name == "forkserver.py" and Path(fork[2]).is_file()
-        assert argv[-3:] == fork
-        assert argv[-4] == "--"
+        assert Path(fork[2]) == Path(fork[2]).resolve(), "the sandbox shows the package at its resolved path"
+        assert Path(fork[3]) / "autograder" / "grading" / "forkserver.py" == Path(fork[2])
+        assert argv[-4:] == fork
+        assert argv[-5] == "--"
 
     def test_without_uid_there_is_no_setpriv(self, layout):
         argv = sandbox.sandbox_argv(layout.slot, None)
@@ -726,7 +728,7 @@ class TestSandboxArgv:
     def test_uid_drops_privileges_before_the_interpreter(self, layout):
         argv = sandbox.sandbox_argv(layout.slot, 61003)
         setpriv = next(i for i, a in enumerate(argv) if a.endswith("setpriv"))
-        python = len(argv) - 3
+        python = len(argv) - 4
         assert argv[python] == sys.executable
         assert argv[setpriv - 1] == "--"
         between = argv[setpriv + 1:python]

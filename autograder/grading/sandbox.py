@@ -116,12 +116,18 @@ SCRATCH_TMP_BYTES = 256 << 20   # the kernel's /tmp: RAM-backed, so it is sized
 SCRATCH_BYTES = 512 << 20       # the slot's scratch folder, where the grader may mount a tmpfs
 
 
+def package_dir() -> Path:
+    """This package's folder, every link on the way resolved: the package the grader runs, which is
+    the one its sandboxes import (not whichever another install would put first on their path)."""
+    import autograder
+
+    return Path(autograder.__file__).resolve().parent
+
+
 def visible_paths() -> list[Path]:
     """The host paths a slot's sandbox shows, read-only (besides the system's): the interpreter,
     the environment and its site-packages, and this package (its kernel/ and the fork server)."""
-    import autograder
-
-    wanted = [Path(sys.base_prefix), Path(sys.prefix), Path(autograder.__file__).resolve().parent]
+    wanted = [Path(sys.base_prefix), Path(sys.prefix), package_dir()]
     wanted += [Path(p) for p in sys.path if p and "site-packages" in p and Path(p).is_dir()]
     out: list[Path] = []
     for w in sorted({w.resolve() for w in wanted}, key=lambda p: len(p.parts)):
@@ -229,8 +235,12 @@ def probe() -> str | None:
 def forkserver_command() -> list[str]:
     """How a slot starts its fork server: isolated mode (no PYTHON* variables, no user site, no
     script or working folder on ``sys.path``), run as a file, so the kernels it forks never have
-    ``autograder.grading`` imported."""
-    return [sys.executable, "-I", str(Path(__file__).with_name("forkserver.py"))]
+    ``autograder.grading`` imported.  Its path and the folder that holds the package (put first
+    on its ``sys.path``) are this package's, links resolved: the sandbox shows the package there,
+    whether it was found through a link, in another checkout than the environment's editable
+    install, or in site-packages."""
+    package = package_dir()
+    return [sys.executable, "-I", str(package / "grading" / "forkserver.py"), str(package.parent)]
 
 
 class Slot:
