@@ -31,7 +31,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 def grading_findings():
     """What grading would run with here: a real sandbox started now, and which limits hold."""
     from .grading.cgroups import available
-    from .grading.sandbox import probe
+    from .grading.bwrap import probe
     from .learner.doctor import Finding
 
     problem = probe()
@@ -279,7 +279,8 @@ def cmd_grade(args: argparse.Namespace) -> int:
     import contextlib
 
     from .grading.config import GradeOptions
-    from .grading.runner import GradingError, SlotPool
+    from .grading.pool import SlotPool
+    from .grading.runner import GradingError
 
     try:
         root, cfg = _grading_config(args)

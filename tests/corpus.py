@@ -25,8 +25,9 @@ import nbformat
 import pytest
 
 from autograder.course.layout import assignments
-from autograder.grading.runner import Grader, SlotPool
-from autograder.grading.sandbox import bwrap_path
+from autograder.grading.pool import SlotPool
+from autograder.grading.runner import Grader
+from autograder.grading.bwrap import bwrap_path
 from autograder.learner.cells import WARNING_PATTERN, role
 from harness import (ROOT, Answer, Graded, cells_testing, made_once, read_grades, release_notebook,  # noqa: F401
                      source_notebook, submission, submit)

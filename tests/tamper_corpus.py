@@ -425,7 +425,7 @@ def _planted_did_not_run(result) -> None:
 
 def _scratch_within(result) -> None:
     """Where the grader may mount (root), the scratch folder is a 512 MiB tmpfs: the writes stop."""
-    from autograder.grading.sandbox import scratch_is_sized
+    from autograder.grading.bwrap import scratch_is_sized
 
     out = _output_of(result, "shares_memory")
     if scratch_is_sized():

@@ -21,7 +21,7 @@ import pytest
 
 from autograder.course.layout import lectures
 from autograder.grading.jobs import Job, execute
-from autograder.grading.runner import SlotPool
+from autograder.grading.pool import SlotPool
 from autograder.grading.sandbox import Limits
 from harness import ROOT
 

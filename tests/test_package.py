@@ -73,6 +73,50 @@ def test_learner_tools_import_nothing_of_the_instructor_side(path):
     assert not bad, f"{path.name} (shipped to learners) imports {bad}"
 
 
+def import_graph() -> dict[str, set[str]]:
+    """Each module of the package -> the modules of the package it imports, anywhere in it
+    (inside functions too: an import made late is still an import)."""
+    modules = {".".join(p.relative_to(PACKAGE.parent).with_suffix("").parts).removesuffix(".__init__"): p
+               for p in PACKAGE.rglob("*.py")}
+    graph: dict[str, set[str]] = {}
+    for name, path in modules.items():
+        graph[name] = set()
+        for imported in imports_of(path):
+            while imported and imported not in modules:      # autograder.grading.jobs.Job -> ...jobs
+                imported = imported.rpartition(".")[0]
+            if imported and imported not in (name, "autograder"):
+                graph[name].add(imported)
+    return graph
+
+
+def test_the_package_has_no_import_circle():
+    graph = import_graph()
+    circles = []
+
+    def visit(name: str, path: list[str]) -> None:
+        for imported in sorted(graph[name]):
+            if imported in path:
+                circles.append(path[path.index(imported):] + [imported])
+            elif imported not in done:
+                visit(imported, path + [imported])
+        done.add(name)
+
+    done: set[str] = set()
+    for name in sorted(graph):
+        if name not in done:
+            visit(name, [name])
+    assert not circles, "import circles: " + "; ".join(" -> ".join(c) for c in circles)
+
+
+def test_the_import_circle_check_finds_a_circle(monkeypatch):
+    """The check above can fail: with one module made to import another that imports it back."""
+    real = import_graph()
+    monkeypatch.setattr(sys.modules[__name__], "import_graph",
+                        lambda: {**real, "autograder.grading.files": real["autograder.grading.files"] | {"autograder.grading.pool"}})
+    with pytest.raises(AssertionError, match="import circles"):
+        test_the_package_has_no_import_circle()
+
+
 def kernel_modules(km_factory) -> list[str]:
     """``autograder`` modules loaded in a kernel started by ``km_factory()``, after the course's setup."""
     from nbclient import NotebookClient
@@ -92,7 +136,8 @@ def kernel_modules(km_factory) -> list[str]:
 
 
 def test_a_grading_kernel_never_imports_the_grading_side(tmp_path):
-    from autograder.grading.sandbox import Slot, Limits, bwrap_path
+    from autograder.grading.bwrap import bwrap_path
+    from autograder.grading.sandbox import Slot, Limits
 
     slot = Slot(0, tmp_path, sandboxed=bwrap_path() is not None)
     slot.start()

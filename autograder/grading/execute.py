@@ -26,7 +26,8 @@ from traitlets import Bool, Integer
 
 from .files import submission_files, write_files
 from .jobs import Job, add_guards
-from .sandbox import Limits, probe
+from .bwrap import probe
+from .sandbox import Limits
 
 NO_SANDBOX = ("bubblewrap (bwrap) is not installed: student code runs WITHOUT a sandbox. It can read "
               "the solutions and the gradebook and reach the network. Install bubblewrap "
@@ -74,7 +75,7 @@ class _SharedPool:
 
     @classmethod
     def get(cls, sandboxed: bool):
-        from .runner import SlotPool
+        from .pool import SlotPool
 
         with cls.lock:
             if cls.pool is None or cls.pool.sandboxed != sandboxed:
