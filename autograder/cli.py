@@ -183,7 +183,7 @@ def _grading_config(args: argparse.Namespace):
     from .grading.config import ALIASES, command_line, course_root, load_config, user_config
 
     given = {name: getattr(args, name) for name in ALIASES if getattr(args, name, None) is not None}
-    for name in ("memory", "max_output"):
+    for name in ("memory", "max_output", "judge_memory"):
         if name in given:
             given[name] = _size(given[name])
     overrides = command_line(given)
@@ -522,6 +522,10 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--cpu-seconds", type=int, help="CPU seconds per notebook (c.SandboxedExecute.cpu_seconds)")
         p.add_argument("--processes", type=int, help="processes and threads per submission (c.SandboxedExecute.processes)")
         p.add_argument("--max-output", help="output a notebook may print, e.g. 2M (c.SandboxedExecute.output_bytes)")
+        p.add_argument("--judge-memory", help="memory of the judge that runs a submission's hidden tests, e.g. 2G "
+                                              "(c.SandboxedExecute.judge_memory_bytes)")
+        p.add_argument("--judge-cpu-seconds", type=int,
+                       help="CPU seconds of that judge per notebook (c.SandboxedExecute.judge_cpu_seconds)")
         p.add_argument("--db", metavar="URL", help="the gradebook (c.CourseDirectory.db_url)")
         p.set_defaults(func=cmd_grade)
 

@@ -459,7 +459,7 @@ class TestRestoreWithTheJudgedTest:
         restore = next(c for c in nb.cells if c.source == guard.RESTORE_SOURCE)
         client = self.client(nb, {"test_f": "..."})
         printed = [guard.MARK + '["torch.Tensor.add"]\nfrom the ', "learner\n"]
-        client._restored(restore, printed)
+        client.restored(restore, printed)
         assert restore.outputs[0].text == guard.MARK + '["torch.Tensor.add"]\n'
         assert "".join(printed) == "from the learner\n"
         assert finish(nb, fake_client()) == ["changed torch.Tensor.add"]
@@ -468,7 +468,7 @@ class TestRestoreWithTheJudgedTest:
         nb = add_guards(notebook(setup_cell(), answer("f"), graded("test_f")))
         restore = next(c for c in nb.cells if c.source == guard.RESTORE_SOURCE)
         printed = ["nothing from the guard\n"]
-        self.client(nb, {"test_f": "..."})._restored(restore, printed)
+        self.client(nb, {"test_f": "..."}).restored(restore, printed)
         assert restore.outputs == [] and printed == ["nothing from the guard\n"]
         assert "the grader's guard cells did not report" in finish(nb, fake_client())[0]
 
@@ -765,7 +765,7 @@ class TestSlotUid:
 
     def test_sandboxed_as_root_gets_a_uid_no_other_slot_holds(self, tmp_path, monkeypatch):
         monkeypatch.setattr(os, "geteuid", lambda: 0)
-        monkeypatch.setattr(sandbox.shutil, "which", lambda name: f"/usr/bin/{name}")
+        monkeypatch.setattr(bwrap.shutil, "which", lambda name: f"/usr/bin/{name}")
         first, second = sandbox.Slot(2, tmp_path, sandboxed=True), sandbox.Slot(3, tmp_path, sandboxed=True)
         try:
             assert first.uid is not None and second.uid is not None and first.uid != second.uid

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 import autograder
-from harness import ROOT
+from harness import ROOT, SANDBOX
 
 PACKAGE = Path(autograder.__file__).resolve().parent
 KERNEL_MAY_IMPORT = {"torch", "graphviz", "torchviz"}
@@ -192,11 +192,16 @@ def test_every_module_imports_from_the_installed_wheel(wheel, tmp_path):
     assert "grade" in usage.stdout, "an instructor's install has the grading commands"
 
 
-def test_the_grader_loads_torch_only_to_judge():
-    """Grading an assignment whose tests all run in the kernel costs the grader no torch (about
-    230 MB): only the judge, loaded for judged tests, brings it in."""
-    code = ("import sys\nimport autograder.cli, autograder.grading.runner, autograder.grading.execute, "
-            "autograder.grading.jobs, autograder.grading.judged, autograder.grading.report\n"
-            "print('torch' in sys.modules)\nimport autograder.grading.judge\nprint('torch' in sys.modules)")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
-    assert out.stdout.split() == ["False", "True"], out.stdout + out.stderr
+@SANDBOX
+def test_the_grader_never_loads_torch(tmp_path):
+    """The judge runs in a process of its own: grading a judged assignment (a1) loads no torch (some
+    230 MB) in the grader; before, the grader loaded it for the first judged test."""
+    from harness import scratch_course, submission, submit
+
+    root = scratch_course(tmp_path / "course", "a1_views")
+    submit(root, "a1_views", "alice", submission("a1_views"))
+    code = ("import sys\nfrom pathlib import Path\nfrom autograder.grading.runner import Grader\n"
+            f"[r] = Grader(Path({str(root)!r}), 'a1_views', jobs=1, log=lambda m: None).run()\n"
+            "print(r.score, 'torch' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
+    assert out.stdout.split() == ["13.0", "False"], out.stdout + out.stderr[-3000:]

@@ -13,6 +13,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from .files import remove_trees
+
 SLOT_UID_BASE = 61000   # sandbox users are SLOT_UID_BASE .. SLOT_UID_BASE + UID_RANGE - 1 (as root)
 
 
@@ -211,3 +213,112 @@ def server_command(name: str) -> list[str]:
 def forkserver_command() -> list[str]:
     """How a slot starts its fork server (``server_command``)."""
     return server_command("forkserver.py")
+
+
+class Sandbox:
+    """What one sandbox holds on the host, around the server it runs: its scratch folder (a sized
+    tmpfs where the grader may mount one), its user (as root), its cgroup, its log.  A slot has two,
+    its kernels' (``sandbox.Slot``) and its judge's (``judgebox.JudgeBox``)."""
+
+    def __init__(self, name: str, base_dir: Path, sandboxed: bool):
+        self.name = name
+        self.dir = base_dir / name
+        self.sandboxed = sandboxed
+        self.uid: int | None = None
+        self._uid_lock = None
+        if sandboxed and os.geteuid() == 0 and shutil.which("setpriv"):
+            self.uid, self._uid_lock = claim_uid()
+        self.log_path = base_dir / f"{name}.log"
+        self.cgroup = None                 # a SlotCgroup where the grader may make one
+        self.scratch_mounted = False       # the scratch folder is a sized tmpfs of its own
+        self._memory_base: int | None = None   # the cgroup's usage when the submission began
+
+    def command(self, server: list[str]) -> tuple[list[str], dict | None]:
+        """(argv, environment) that start ``server`` in this sandbox, its folder made ready first;
+        without bubblewrap, the server alone, with the grader's environment."""
+        self.dir.mkdir(parents=True, exist_ok=True)
+        if self.sandboxed and not self.scratch_mounted:
+            # a size-limited scratch folder (its pages count in the sandbox's cgroup as well)
+            self.scratch_mounted = mount_scratch(self.dir)
+        if self.uid is not None:
+            os.chmod(self.dir.parent, 0o711)  # the sandbox's user must traverse to its folder
+        self._own(self.dir)
+        if self.sandboxed:
+            argv, env = sandbox_argv(self.dir, self.uid, server), None
+        else:
+            argv = server
+            env = dict(os.environ, OMP_NUM_THREADS="1")
+            env.pop("MPLBACKEND", None)   # the kernel picks the inline backend, as in Jupyter
+            env.pop("COPY_THAT_PIDNS", None)
+        if self.sandboxed and self.cgroup is None:
+            from .cgroups import SlotCgroup, available
+
+            if available()[0] is not None:
+                self.cgroup = SlotCgroup(self.name)
+        if self.cgroup is not None:
+            argv = self.cgroup.join_command(argv)
+        return argv, env
+
+    def log_tail(self, size: int = 2000) -> str:
+        try:
+            return self.log_path.read_bytes()[-size:].decode("utf-8", "replace").strip()
+        except OSError:
+            return ""
+
+    def release(self) -> None:
+        """Remove the cgroup, unmount the scratch folder, give the user id back (the server is
+        stopped first, by the subclass)."""
+        if self.cgroup is not None:
+            self.cgroup.remove()
+            self.cgroup = None
+        if self.scratch_mounted:
+            subprocess.run(["umount", "-l", str(self.dir)], capture_output=True)
+            self.scratch_mounted = False
+        if self._uid_lock is not None:
+            self._uid_lock.close()
+            self._uid_lock = None
+
+    # -- limits per submission, summed over the sandbox's processes ---------------------------------
+    def limit(self, memory_bytes: int, tasks: int | None) -> int:
+        """Set the cgroup's limits for the next submission: what the server holds now, plus the
+        submission's allowance.  Returns the OOM-kill count to compare with afterwards."""
+        self._memory_base = None
+        if self.cgroup is None:
+            return 0
+        base = self.cgroup.usage()
+        self.cgroup.set_limits(base + memory_bytes if memory_bytes else None, tasks)
+        if self.cgroup.reset_peak():
+            self._memory_base = base
+        return self.cgroup.oom_kills()
+
+    def oom_kills(self) -> int:
+        return self.cgroup.oom_kills() if self.cgroup is not None else 0
+
+    def peak_memory(self) -> int | None:
+        """The most memory the submission's processes held together, beyond what the server held
+        before it began, as the kernel counted it in the cgroup (None without one).  The kernel's
+        count, read from outside the sandbox: nothing the submission prints."""
+        if self.cgroup is None or self._memory_base is None:
+            return None
+        peak = self.cgroup.peak()
+        return None if peak is None else max(0, peak - self._memory_base)
+
+    # -- the scratch folder ----------------------------------------------------------------------
+    def _own(self, path: Path) -> None:
+        if self.uid is not None:
+            os.chown(path, self.uid, self.uid)
+            os.chmod(path, 0o700)
+
+    def clear(self) -> None:
+        """Empty the scratch folder, whatever a submission left there: a tree deeper than Python's
+        recursion limit, folders without permissions, links (never followed)."""
+        entries = list(self.dir.iterdir())
+        if not entries:
+            return
+        if os.geteuid() != 0:   # root needs no permission bits; the grader's own user does
+            folders = [str(e) for e in entries if e.is_dir() and not e.is_symlink()]
+            if folders:
+                subprocess.run(["chmod", "-R", "u+rwX", "--", *folders], capture_output=True)
+        remove_trees(*entries)
+        if any(self.dir.iterdir()):
+            raise SlotError(f"{self.name}: the scratch folder could not be emptied")

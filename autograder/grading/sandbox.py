@@ -17,7 +17,6 @@ from __future__ import annotations
 import json
 import os
 import select
-import shutil
 import subprocess
 import threading
 from dataclasses import dataclass, asdict
@@ -25,8 +24,8 @@ from pathlib import Path
 
 from jupyter_client import AsyncKernelManager
 
-from .bwrap import SlotError, claim_uid, forkserver_command, mount_scratch, sandbox_argv
-from .files import remove_trees
+from .bwrap import Sandbox, SlotError, forkserver_command
+from .judgebox import JudgeBox
 from .provisioner import QuickReadyClient, SlotProvisioner
 
 SERVER_TASKS = 8       # tasks of bwrap and the fork server, besides a submission's own
@@ -44,54 +43,34 @@ class Limits:
     processes: int = 64                # processes and threads in the slot (RLIMIT_NPROC)
     output_bytes: int = 2 << 20        # everything a notebook may print, enforced while it runs
     file_bytes: int = 256 << 20        # largest file the kernel may write (RLIMIT_FSIZE)
+    # the judge (the hidden tests, in a process of its own): memory past what its server holds at
+    # the fork, summed over its processes, and CPU time, per submission
+    judge_memory_bytes: int = 2 << 30
+    judge_cpu_seconds: int = 120
 
     def kernel_limits(self) -> dict:
         d = asdict(self)
         return {k: d[k] for k in ("memory_bytes", "cpu_seconds", "processes", "file_bytes")}
 
 
-class Slot:
-    """One sandbox with a fork server, grading one submission at a time."""
+class Slot(Sandbox):
+    """One sandbox with a fork server, grading one submission at a time, and beside it the
+    sandbox of its judge (``judge``)."""
 
     def __init__(self, index: int, base_dir: Path, sandboxed: bool):
+        super().__init__(f"slot{index}", base_dir, sandboxed)
         self.index = index
-        self.dir = base_dir / f"slot{index}"
-        self.sandboxed = sandboxed
-        self.uid: int | None = None
-        self._uid_lock = None
-        if sandboxed and os.geteuid() == 0 and shutil.which("setpriv"):
-            self.uid, self._uid_lock = claim_uid()
         self.proc: subprocess.Popen | None = None
         self.lock = threading.Lock()
-        self.log_path = base_dir / f"slot{index}.log"
-        self.cgroup = None                 # a SlotCgroup where the grader may make one
-        self.scratch_mounted = False       # the scratch folder is a sized tmpfs of its own
-        self._memory_base: int | None = None   # the cgroup's usage when the submission began
+        self.judge = JudgeBox(index, base_dir, sandboxed)
 
     # -- life cycle ----------------------------------------------------------------------------
     def start(self, timeout: float = 300) -> None:
-        self.dir.mkdir(parents=True, exist_ok=True)
-        if self.sandboxed and not self.scratch_mounted:
-            # a size-limited scratch folder (its pages count in the slot's cgroup as well)
-            self.scratch_mounted = mount_scratch(self.dir)
-        if self.uid is not None:
-            os.chmod(self.dir.parent, 0o711)  # the slot's user must traverse to its folder
-        self._own(self.dir)
-        if self.sandboxed:
-            argv = sandbox_argv(self.dir, self.uid, forkserver_command())
-            env = None
-        else:
-            argv = forkserver_command()
-            env = dict(os.environ, OMP_NUM_THREADS="1")
-            env.pop("MPLBACKEND", None)   # the kernel picks the inline backend, as in Jupyter
-            env.pop("COPY_THAT_PIDNS", None)
-        if self.sandboxed and self.cgroup is None:
-            from .cgroups import SlotCgroup, available
-
-            if available()[0] is not None:
-                self.cgroup = SlotCgroup(f"slot{self.index}")
-        if self.cgroup is not None:
-            argv = self.cgroup.join_command(argv)
+        """Start the fork server, and the judge's server beside it (whose start is awaited when the
+        first submission needs its judge)."""
+        if not self.judge.alive():
+            self.judge.launch()
+        argv, env = self.command(forkserver_command())
         with open(self.log_path, "wb") as log:   # bubblewrap's and the server's own messages
             self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log,
                                          cwd="/", env=env, text=True, start_new_session=True)
@@ -117,23 +96,10 @@ class Slot:
         self.proc = None
 
     def release(self) -> None:
-        """Close the slot, remove its cgroup and give its user id back."""
+        """Close the slot and its judge, remove their cgroups and give their user ids back."""
         self.close()
-        if self.cgroup is not None:
-            self.cgroup.remove()
-            self.cgroup = None
-        if self.scratch_mounted:
-            subprocess.run(["umount", "-l", str(self.dir)], capture_output=True)
-            self.scratch_mounted = False
-        if self._uid_lock is not None:
-            self._uid_lock.close()
-            self._uid_lock = None
-
-    def log_tail(self, size: int = 2000) -> str:
-        try:
-            return self.log_path.read_bytes()[-size:].decode("utf-8", "replace").strip()
-        except OSError:
-            return ""
+        self.judge.release()
+        super().release()
 
     def restart(self) -> None:
         if self.proc is not None:
@@ -169,44 +135,11 @@ class Slot:
     def limit_submission(self, limits: "Limits") -> int:
         """Set the slot's cgroup limits for the next submission: what the fork server holds now,
         plus the submission's allowance.  Returns the OOM-kill count to compare with afterwards."""
-        self._memory_base = None
-        if self.cgroup is None:
-            return 0
-        base = self.cgroup.usage()
-        self.cgroup.set_limits(base + limits.memory_bytes if limits.memory_bytes else None,
-                               SERVER_TASKS + limits.processes if limits.processes else None)
-        if self.cgroup.reset_peak():
-            self._memory_base = base
-        return self.cgroup.oom_kills()
+        return self.limit(limits.memory_bytes, SERVER_TASKS + limits.processes if limits.processes else None)
 
     def submission_peak_memory(self) -> int | None:
-        """The most memory the submission's processes held together, beyond what the fork server
-        held before it began, as the kernel counted it in the slot's cgroup (None without one).
-        The kernel's count, read from outside the sandbox: nothing the submission prints."""
-        if self.cgroup is None or self._memory_base is None:
-            return None
-        peak = self.cgroup.peak()
-        return None if peak is None else max(0, peak - self._memory_base)
-
-    # -- the scratch folder ----------------------------------------------------------------------
-    def _own(self, path: Path) -> None:
-        if self.uid is not None:
-            os.chown(path, self.uid, self.uid)
-            os.chmod(path, 0o700)
-
-    def clear(self) -> None:
-        """Empty the scratch folder, whatever a submission left there: a tree deeper than Python's
-        recursion limit, folders without permissions, links (never followed)."""
-        entries = list(self.dir.iterdir())
-        if not entries:
-            return
-        if os.geteuid() != 0:   # root needs no permission bits; the grader's own user does
-            folders = [str(e) for e in entries if e.is_dir() and not e.is_symlink()]
-            if folders:
-                subprocess.run(["chmod", "-R", "u+rwX", "--", *folders], capture_output=True)
-        remove_trees(*entries)
-        if any(self.dir.iterdir()):
-            raise SlotError(f"slot {self.index}: the scratch folder could not be emptied")
+        """The most memory the submission's kernel processes held together (``Sandbox.peak_memory``)."""
+        return self.peak_memory()
 
     def put_files(self, files: dict[str, bytes]) -> None:
         for rel, data in files.items():
