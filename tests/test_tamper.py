@@ -293,3 +293,101 @@ def test_victims_after_message_attacks_keep_full_marks(message_attacks):
     victims = {n: (r.score, r.flags, r.problems) for n, r in results.items() if n.endswith(VICTIM)}
     assert len(victims) == len(A7_ATTACKS) + len(A7_FLOODS)
     assert all(v == (full, [], []) for v in victims.values()), victims
+
+
+# --- attacks on the judge (tamper_corpus.JUDGE_ATTACKS, assignment 6b) -----------------------------
+JUDGE_LIMITS = Limits(memory_bytes=2 << 30, cell_timeout=30, notebook_timeout=300, cpu_seconds=120,
+                      output_bytes=1 << 20, judge_memory_bytes=1 << 30)
+
+
+@pytest.fixture(scope="module")
+def judge_attacks(tmp_path_factory):
+    """Every judge attack, each followed by an honest victim in the same slot (one slot, students in
+    name order), the attacks' twins and the reference; the grader's resident memory sampled."""
+    import psutil
+
+    from tamper_corpus import JUDGE_ATTACKS
+
+    root = scratch_course(tmp_path_factory.mktemp("judge-attacks"), "a6b_boundaries")
+    for attack in JUDGE_ATTACKS:
+        submit(root, "a6b_boundaries", attack.name, submission("a6b_boundaries", attack.answers()))
+        submit(root, "a6b_boundaries", attack.name + VICTIM, submission("a6b_boundaries"))
+        submit(root, "a6b_boundaries", "twin-" + attack.name, submission("a6b_boundaries", attack.twin))
+    submit(root, "a6b_boundaries", "reference", submission("a6b_boundaries"))
+    me, samples, done = psutil.Process(), [], threading.Event()
+
+    def sample():
+        while not done.wait(0.05):
+            samples.append(me.memory_info().rss)
+
+    before = me.memory_info().rss
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    try:
+        results = {r.student: r for r in Grader(root, "a6b_boundaries", jobs=1, limits=JUDGE_LIMITS,
+                                                log=lambda m: None).run()}
+    finally:
+        done.set()
+        sampler.join()
+    return results, max(samples + [me.memory_info().rss]) - before
+
+
+@SANDBOX
+@pytest.mark.parametrize("name", ["fused-optimizer", "quadratic-reply", "stride-zero", "expanding-file"])
+def test_an_attack_on_the_judge_is_flagged_or_scores_like_its_twin(name, judge_attacks):
+    results, _ = judge_attacks
+    attack, twin = results[name], results["twin-" + name]
+    assert attack.graded and not attack.failed, attack.problems
+    assert attack.flags or attack.score <= twin.score, (attack.score, twin.score, attack.problems)
+    assert attack.score < results["reference"].score, "the attack loses what its trick broke"
+
+
+@SANDBOX
+def test_an_honest_victim_after_each_judge_attack_keeps_full_marks(judge_attacks):
+    results, _ = judge_attacks
+    full = results["reference"].score
+    victims = {n: (r.score, r.flags, r.problems) for n, r in results.items() if n.endswith(VICTIM)}
+    assert len(victims) == 4 and all(v == (full, [], []) for v in victims.values()), victims
+
+
+@SANDBOX
+def test_a_judge_that_crashes_says_so_and_flags_the_submission(judge_attacks):
+    """The fused optimizer's step() crashed the grader itself before (a segmentation fault: no report,
+    no results for anyone); refused by the judge or crashing it, the submission is flagged."""
+    results, _ = judge_attacks
+    r = results["fused-optimizer"]
+    assert any("judge" in f for f in r.flags), (r.flags, r.problems)
+
+
+@SANDBOX
+def test_the_graders_memory_stays_within_the_judges_limit_whatever_the_judge_is_sent(judge_attacks):
+    """3 GiB results and files were rebuilt in the grader before (killed for memory); the judge's
+    own limit (1 GiB here) is the most the grading can hold beyond the grader's usual figure."""
+    _, grown = judge_attacks
+    assert grown < JUDGE_LIMITS.judge_memory_bytes, f"the grader grew by {grown >> 20} MiB while grading"
+
+
+@SANDBOX
+def test_nbgrader_autograde_survives_a_crashing_judge_and_grades_the_next_student(tmp_path):
+    """The formgrader's Autograde button runs nbgrader's Autograde converter, SandboxedExecute in it,
+    inside the instructor's Jupyter server: before, the crash killed that server.  The same
+    converter, run as `nbgrader autograde` in a process watched here, grades the crashing
+    submission and then an honest one, and exits normally."""
+    from nbgrader.api import Gradebook
+
+    from tamper_corpus import FUSED_OPTIMIZER
+
+    root = scratch_course(tmp_path / "course", "a6b_boundaries")
+    submit(root, "a6b_boundaries", "a-crashes", submission("a6b_boundaries", {"snapshot_optimizer": FUSED_OPTIMIZER}))
+    submit(root, "a6b_boundaries", "b-honest", submission("a6b_boundaries"))
+    out = run_nbgrader("autograde", "a6b_boundaries", cwd=root)
+    log = out.stdout + out.stderr
+    assert out.returncode == 0, log[-3000:]
+    assert "a-crashes/a6b_boundaries: FLAGGED for a manual look" in log, log[-3000:]
+    with Gradebook(f"sqlite:///{root / 'gradebook.db'}") as gb:
+        crashed = gb.find_submission_notebook("a6b_boundaries", "a6b_boundaries", "a-crashes")
+        honest = gb.find_submission_notebook("a6b_boundaries", "a6b_boundaries", "b-honest")
+        assert crashed.flagged and not honest.flagged
+        auto = [(g.name, g.auto_score, g.max_score) for g in honest.grades if g.auto_score is not None]
+        assert auto and all(score == maximum for _, score, maximum in auto), f"the honest student lost points: {auto}"
+        assert crashed.score < honest.score, (crashed.score, honest.score)
