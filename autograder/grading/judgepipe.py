@@ -101,7 +101,10 @@ class JudgeChannel:
 
     @classmethod
     async def open(cls, sock, output_limit: int) -> "JudgeChannel":
-        reader, writer = await asyncio.open_unix_connection(sock=sock)
+        try:
+            reader, writer = await asyncio.open_unix_connection(sock=sock)
+        except OSError:
+            raise JudgeStopped("it ended") from None
         return cls(reader, writer, output_limit)
 
     async def run_cell(self, source: str, deadline: float, relay) -> list[dict]:
