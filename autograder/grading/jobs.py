@@ -200,10 +200,9 @@ _settled_modules = -1
 
 
 def settle_memory() -> None:
-    """Exempt what the grader has loaded so far (nbgrader, SQLAlchemy, and once a judge runs,
-    torch) from the garbage collector's full passes: those modules live as long as the process,
-    and every full pass walked all of them again (a judged test that calls ``gc.collect()``
-    paid a fifth of a second for it).  Done again only when modules were loaded since."""
+    """Exempt what the grader has loaded so far (nbgrader, SQLAlchemy, jupyter_client) from the
+    garbage collector's full passes: those modules live as long as the process, and every full
+    pass walked all of them again.  Done again only when modules were loaded since."""
     import gc
     import sys
 

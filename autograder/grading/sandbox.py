@@ -8,9 +8,13 @@ A slot is one long-lived sandbox that grades submissions one after another:
   so process-count limits are per slot and the kernel cannot read root-only files;
 - each submission runs in a kernel forked from the slot's fork server, with memory, CPU-time,
   process-count and file-size limits; afterwards every process in the slot is killed and the
-  scratch folder emptied before the next submission comes in.
+  scratch folder emptied before the next submission comes in;
+- beside it, a second sandbox runs the slot's judge (``judgebox.JudgeBox``), started at the same
+  time: the submission's hidden tests run there, never in the grader.
 
-Without bubblewrap the same code runs with the limits but no isolation, and the grader warns.
+The command line of both sandboxes is ``bwrap.py``'s; how jupyter_client starts a kernel through
+the fork server is ``provisioner.py``'s.  Without bubblewrap the same code runs with the limits but
+no isolation, and the grader warns.
 """
 from __future__ import annotations
 
