@@ -354,6 +354,24 @@ print(seen, os.getuid(), len([p for p in os.listdir('/proc') if p.isdigit()]) < 
         assert f"] {box.uid} " in text and box.uid != 0, f"the judge runs as a user of its own: {text}"
 
 
+def test_without_bubblewrap_the_judge_is_still_a_process_of_its_own(tmp_path):
+    """The grader's warned fallback: no sandbox, but the judge still runs apart from the grader, so a
+    crash there is the judge's alone."""
+    import os
+
+    from autograder.grading.judgebox import JudgeBox
+
+    plain = JudgeBox(8, tmp_path, sandboxed=False)
+    plain.launch()
+    try:
+        out, status = _run(plain, CRASH)
+        assert isinstance(out, JudgeStopped) and status == -11, (out, status)
+        [printed], _ = _run(plain, "print(__import__('os').getpid())\n")
+        assert int(printed["text"]) != os.getpid()
+    finally:
+        plain.release()
+
+
 # -- what a judge that stops costs a notebook ----------------------------------------------------------
 
 def _judged_a1(crash_in: str | None):
