@@ -130,8 +130,8 @@ def test_a_run_ends_with_its_counts_and_a_broken_notebook_does_not_fail_it(flow)
     assert "bob" in first.stdout and "is empty" in first.stdout
     assert not re.search(r"^alice\b", first.stdout, re.M), "a student with nothing to report got a row"
     # no terminal here: progress comes as log lines, the preparation included
-    assert re.search(r"^\[00:\d\d\] a1_views: preparing \d/3$", first.stdout, re.M), first.stdout
-    assert re.search(r"^\[00:\d\d\] a1_views: grading 3/3$", first.stdout, re.M), first.stdout
+    assert re.search(r"^\[\d\d:\d\d\] a1_views: preparing \d/3$", first.stdout, re.M), first.stdout
+    assert re.search(r"^\[\d\d:\d\d\] a1_views: grading 3/3$", first.stdout, re.M), first.stdout
     assert "a1_views: 3 submissions: 0 graded, 3 unchanged" in second.stdout.splitlines()[-1], second.stdout
 
 
@@ -362,14 +362,14 @@ def test_the_report_csv_keeps_formulas_as_text(tmp_path):
 def test_the_hub_guide_covers_what_a_new_instructor_hits(tmp_path, monkeypatch):
     """docs/jupyterhub.md: installing jupyterhub-singleuser, a root hub, user namespaces with what
     doctor really prints, a shared exchange on Kubernetes and TLJH, sizing, a class list in a loop."""
-    import autograder.grading.sandbox as sandbox
+    import autograder.grading.bwrap as bwrap
     from autograder.cli import grading_findings
 
     guide = " ".join((ROOT / "docs" / "jupyterhub.md").read_text().split())
     fake = tmp_path / "bwrap"
     fake.write_text("#!/bin/sh\necho 'bwrap: setting up uid map: Permission denied' >&2\nexit 1\n")
     fake.chmod(0o755)
-    monkeypatch.setattr(sandbox, "bwrap_path", lambda: str(fake))
+    monkeypatch.setattr(bwrap, "bwrap_path", lambda: str(fake))
     [finding] = [f for f in grading_findings() if not f.ok]
     for words in (finding.name, "bubblewrap cannot make a sandbox here: bwrap: setting", "up uid map: Permission denied",
                   finding.fix.split("(")[0].strip().split(" unsandboxed")[0]):
