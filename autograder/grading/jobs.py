@@ -341,7 +341,7 @@ async def _execute(job: Job, slot: Slot) -> Outcome:
         slot.put_files(job.files)
         oom_before = slot.limit_submission(job.limits)
         if job.judged:
-            judge_socket = _fork_judge(slot, job.limits)
+            judge_socket = _fork_judge(slot, job.limits, warm=any("optim" in s for s in job.judged.values()))
         km = slot.kernel_manager(job.limits)
         client = LimitedClient(
             nb, km=km, timeout=job.limits.cell_timeout, allow_errors=True, interrupt_on_timeout=True,
@@ -419,9 +419,9 @@ class JudgeUnavailable(Exception):
     job fails (and the student's earlier results stay) rather than scoring its judged tests zero."""
 
 
-def _fork_judge(slot: Slot, limits: Limits):
+def _fork_judge(slot: Slot, limits: Limits, warm: bool):
     try:
-        return slot.judge.fork(limits)
+        return slot.judge.fork(limits, warm)
     except SlotError as exc:
         raise JudgeUnavailable(f"the judge could not be started: {exc}") from None
 

@@ -93,19 +93,20 @@ class JudgeBox(Sandbox):
         self.launch()
 
     # -- one submission's judge ------------------------------------------------------------------
-    def fork(self, limits) -> socket.socket:
+    def fork(self, limits, warm: bool = True) -> socket.socket:
         """A fresh judge for the next submission, with ``limits``' judge_memory_bytes and
-        judge_cpu_seconds; the grader's end of its pipe.  Raises SlotError when the server cannot
-        start (the grader's problem, not the submission's)."""
+        judge_cpu_seconds; the grader's end of its pipe.  ``warm``: the submission's tests use what
+        torch loads lazily (an optimizer), which the server then loads once for every judge after.
+        Raises SlotError when the server cannot start (the grader's problem, not the submission's)."""
         if not self.alive():
             self.restart()
         self._wait_ready()
         self._oom_before = self.limit(limits.judge_memory_bytes, JUDGE_TASKS)
         mine, theirs = socket.socketpair()
         try:
-            reply = self.request({"op": "fork", "cwd": str(self.dir), "limits": {
+            reply = self.request({"op": "fork", "cwd": str(self.dir), "warm": warm, "limits": {
                 "memory_bytes": limits.judge_memory_bytes, "cpu_seconds": limits.judge_cpu_seconds,
-                "file_bytes": limits.file_bytes}}, fd=theirs.fileno())
+                "file_bytes": limits.file_bytes}}, fd=theirs.fileno(), timeout=120)
         finally:
             theirs.close()
         if "pid" not in reply:

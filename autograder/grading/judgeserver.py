@@ -5,7 +5,8 @@ neither the interpreter's start nor ``import torch``.  It is started as a file, 
 with the folder holding the package and the number of its control socket on its command line,
 and speaks JSON lines with the grader on that socket:
 
-    {"op": "fork", "limits": {...}} and the judge's end of its pipe (SCM_RIGHTS)  -> {"pid": n}
+    {"op": "fork", "limits": {...}, "warm": bool} and the judge's end of its pipe
+        (SCM_RIGHTS)                                                              -> {"pid": n}
     {"op": "reap"}                                                                -> {"status": code}
     {"op": "exit"}
 
@@ -63,15 +64,27 @@ def parse_answer(text: str) -> dict:
 def preload() -> None:
     """What every judge needs, loaded once (nothing here may start a thread: fork safety)."""
     import numpy  # noqa: F401
-    import torch
+    import torch  # noqa: F401
     import torch.nn  # noqa: F401
     import torch.nn.functional  # noqa: F401
 
+    Judge, _ = _judge_classes()
+    Judge(None).run_cell("x = torch.ones(3)\nck.check_close(x.clone(), x, 'x')\n")
+
+
+def warm_up() -> None:
+    """Run once what torch loads lazily on first use (an optimizer's first step pulls in
+    torch._dynamo: nearly two seconds), here rather than in every judge; asked for by the first
+    submission whose tests use an optimizer, so that assignments without one never pay for it."""
+    import gc
+
+    import torch
+
     from autograder.grading import forkserver
 
-    Judge, _ = _judge_classes()
-    forkserver._warm_up(torch)   # what torch imports lazily (an optimizer's first step: torch._dynamo)
-    Judge(None).run_cell("x = torch.ones(3)\nck.check_close(x.clone(), x, 'x')\n")
+    forkserver._warm_up(torch)
+    gc.collect()
+    gc.freeze()
 
 
 def _limit(limits: dict) -> None:
@@ -188,6 +201,7 @@ def serve(control_fd: int) -> int:
     control = _Control(socket.socket(fileno=control_fd))
     child: int | None = None
     status: int | None = None
+    warm = False
     control.reply({"ready": True})
     while True:
         request = control.read()
@@ -195,6 +209,9 @@ def serve(control_fd: int) -> int:
             break
         if request.get("op") == "fork" and control.fds:
             pipe = socket.socket(fileno=control.fds.pop(0))
+            if request.get("warm") and not warm:
+                warm_up()
+                warm = True
             status = None
             child = os.fork()
             if child == 0:
