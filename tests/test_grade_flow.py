@@ -334,6 +334,19 @@ def test_every_limit_is_an_option_plain_nbgrader_reads_too(tmp_path, monkeypatch
     got = limits(load_config(course))
     assert (got.processes, got.file_bytes) == (Limits.processes, Limits.file_bytes)
 
+    # the judge's limits (its own process, per submission) alike: options, flags, plain nbgrader
+    user.write_text("c = get_config()\nc.SandboxedExecute.judge_memory_bytes = 3 << 30\n"
+                    "c.SandboxedExecute.judge_cpu_seconds = 42\n")
+    got = limits(load_config(course))
+    assert (got.judge_memory_bytes, got.judge_cpu_seconds) == (3 << 30, 42)
+    app = AutogradeApp()
+    app.initialize([])
+    plain = SandboxedExecute(config=app.config).limits()
+    assert (plain.judge_memory_bytes, plain.judge_cpu_seconds) == (3 << 30, 42), "plain nbgrader reads them too"
+    _, cfg = _grading_config(build_parser().parse_args(["grade", "a1_views", "--judge-memory", "512M",
+                                                        "--judge-cpu-seconds", "9"]))
+    assert (limits(cfg).judge_memory_bytes, limits(cfg).judge_cpu_seconds) == (512 << 20, 9)
+
 
 def test_the_report_escapes_everything_a_student_controls():
     from autograder.grading.report import CellRow, Report, StudentRow, render_html
