@@ -152,6 +152,13 @@ def _judge_child(control: socket.socket, pipe: socket.socket, request: dict) -> 
     try:
         os.setsid()
         control.close()
+        # nothing of the host but its pipe: no log file to fill, no descriptor of the server's
+        devnull = os.open(os.devnull, os.O_RDWR)
+        for fd in (0, 1, 2):
+            os.dup2(devnull, fd)
+        keep = pipe.fileno()
+        os.closerange(3, keep)
+        os.closerange(keep + 1, 65536)
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
         _limit(request.get("limits", {}))
