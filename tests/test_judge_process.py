@@ -416,3 +416,21 @@ def test_a_crashed_judge_fails_its_test_and_the_judged_tests_after_it_only(tmp_p
     assert JUDGE_STOPPED in crashed.flags
     assert any(p.startswith(JUDGE_STOPPED) and "SIGSEGV" in p for p in crashed.problems), crashed.problems
     assert _errors(after) == {} and after.flags == [] and after.problems == [], (after.flags, after.problems)
+
+
+def test_a_judge_that_cannot_start_fails_the_job_not_the_student():
+    """No judge (its server would not start) is the grader's fault: the job fails, so the runner keeps
+    the student's earlier results and exits 1, instead of scoring every judged test zero."""
+    from types import SimpleNamespace
+
+    from autograder.grading import jobs
+    from autograder.grading.bwrap import SlotError
+    from autograder.grading.sandbox import Limits
+
+    def cannot(limits, warm):
+        raise SlotError("judge 0: the judge server exited: ModuleNotFoundError")
+
+    slot = SimpleNamespace(judge=SimpleNamespace(fork=cannot))
+    with pytest.raises(jobs.JudgeUnavailable, match="could not be started: .*ModuleNotFoundError"):
+        jobs._fork_judge(slot, Limits(), warm=False)
+    assert not issubclass(jobs.JudgeUnavailable, RuntimeError), "a RuntimeError would be taken for a dead kernel"
