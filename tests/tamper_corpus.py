@@ -374,6 +374,13 @@ for pid in alive:
     os.waitpid(pid, 0)
 print('HELD', len(ready & alive), 'KILLED', len(kids) - len(alive))
 """), (0.0, FULL), extra=lambda r, ctx: _held_within(r)),
+    # the message is dropped as it arrives (test_no_message_of_the_kernel_fills_the_graders_memory):
+    # what it said is lost, and the cell ends as usual or, where the connection it came on was not
+    # back in time for the cell's last message, in an IOPub timeout that stops the notebook there
+    Case("huge-message", "prints 300 MB in one message, after a correct answer",
+         lambda ctx: with_code(after="import sys\nsys.stdout.write('x' * 300_000_000)\nsys.stdout.flush()",
+                               target="count_storages"),
+         (FULL - 3, FULL), extra=lambda r, ctx: _no("x" * 1000, _output_of(r, "count_storages"))),
     Case("fills-scratch", "writes 250 MiB files into its folder until the disk is full",
          lambda ctx: with_code(after="""
 written = 0

@@ -11,10 +11,15 @@ import subprocess
 import time
 from queue import Empty
 
+import zmq
 from jupyter_client import AsyncKernelClient
 from jupyter_client.provisioning import LocalProvisioner
 
 from .bwrap import SlotError
+
+# one message from the kernel, in bytes: a judged request's answer (transport.MAX_REPLY, 64 MiB of
+# text) with room for its envelope; outputs are far below it (the notebook's budget is 2 MiB)
+MAX_MESSAGE = 96 << 20
 
 
 def _user_tasks() -> int:
@@ -30,12 +35,22 @@ def _user_tasks() -> int:
 
 
 class QuickReadyClient(AsyncKernelClient):
-    """jupyter_client's kernel client, with a shorter wait in its readiness check.
+    """jupyter_client's kernel client, with a shorter wait in its readiness check, and a cap on the
+    size of one message from the kernel.
 
     ``wait_for_ready`` asks for ``kernel_info`` and then waits 0.2 s for any IOPub message, to be
     sure IOPub is connected; a forked kernel is up in a few hundredths of a second, so that wait
     was most of a kernel's start.  This asks again every 20 ms instead: the same two conditions.
+
+    Budgets count a message once the grader holds it, decoded: one message of 300 MB made the
+    grader grow by 860 MiB before the output budget stopped the kernel.  zmq drops a message past
+    ``MAX_MESSAGE`` as it arrives (and the connection it came on, which is made again), so the
+    grader never holds one; what it carried is lost, as if the kernel had not sent it.
     """
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.context.setsockopt(zmq.MAXMSGSIZE, MAX_MESSAGE)   # for every socket made after this
 
     async def _async_wait_for_ready(self, timeout: float | None = None) -> None:
         deadline = time.monotonic() + (timeout if timeout is not None else 60)
