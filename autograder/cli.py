@@ -518,7 +518,7 @@ def cmd_check_assignment(args: argparse.Namespace) -> int:
 
 def _similarity_one(root: Path, cfg, assignment: str) -> int:
     """Compare one assignment's submitted answers and print where the page is; never raises."""
-    from .grading.similarity import run
+    from .grading.similarity_report import run
 
     try:
         result = run(root, assignment, cfg)

@@ -214,7 +214,7 @@ def test_the_judges_own_loop_runs_cells_and_relays_requests_through_the_pipe():
     go out as requests, the agent's answers come back as the text a kernel sends (the repr of a
     str), and the cell's outputs as the grader reads them."""
     from autograder.grading.judgeserver import run_judge
-    from autograder.kernel import judge_agent
+    from autograder.judge import agent as judge_agent
 
     namespace: dict = {}
     exec("import torch\ndef plus_one(t):\n    print('called')\n    return t + 1\n", namespace)
@@ -427,7 +427,7 @@ def test_a_judge_that_cannot_start_fails_the_job_not_the_student():
     from autograder.grading.bwrap import SlotError
     from autograder.grading.sandbox import Limits
 
-    def cannot(limits, warm):
+    def cannot(limits, warm, fixtures=None):
         raise SlotError("judge 0: the judge server exited: ModuleNotFoundError")
 
     slot = SimpleNamespace(judge=SimpleNamespace(fork=cannot))

@@ -422,7 +422,7 @@ class JudgeUnavailable(Exception):
     job fails (and the student's earlier results stay) rather than scoring its judged tests zero."""
 
 
-def _fork_judge(slot: Slot, limits: Limits, warm: bool, fixtures: dict[str, str]):
+def _fork_judge(slot: Slot, limits: Limits, warm: bool, fixtures: dict[str, str] | None = None):
     try:
         return slot.judge.fork(limits, warm, fixtures)
     except SlotError as exc:
