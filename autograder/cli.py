@@ -475,7 +475,8 @@ def _summary(assignment: str, grader, results, wall: float, page) -> int:
 def cmd_check_assignment(args: argparse.Namespace) -> int:
     """The authoring check of each assignment named: exit 1 when anything is off."""
     from .grading.assignment_check import check_assignment
-    from .grading.runner import GradingError, SlotPool
+    from .grading.pool import SlotPool
+    from .grading.runner import GradingError
 
     try:
         root, cfg = _grading_config(args)
@@ -495,7 +496,7 @@ def cmd_check_assignment(args: argparse.Namespace) -> int:
     import contextlib
 
     from .grading.config import GradeOptions, default_jobs
-    from .grading.sandbox import probe
+    from .grading.bwrap import probe
 
     worst = 0
     log = lambda m: console.print(_plain(m, 4000, True), soft_wrap=True)   # noqa: E731

@@ -2,7 +2,7 @@
 person to read, never a grade (nothing here touches the gradebook).
 
 - *Read*: the submitted notebooks, never run, with the grader's own intake rules
-  (``runner.read_notebook``: no link followed, size capped, broken files reported) and its repair
+  (``intake.read_notebook``: no link followed, size capped, broken files reported) and its repair
   of edited nbgrader metadata, so each grade id names the cell that is graded.  The answers are
   the solution cells: code, and the written (hand-graded markdown) answers.
 - *Fingerprint*: copydetect (winnowing, as in MOSS) on Pygments' tokens of the code, with every
