@@ -25,9 +25,8 @@ from pathlib import Path
 
 import nbformat
 
-from ..grading.judged import MARKER
 from ..kernel.predictions import sealed_feedback
-from ..learner.cells import role
+from ..learner.cells import JUDGED_MARKER as MARKER, role
 
 BEGIN, END = "### BEGIN HIDDEN TESTS", "### END HIDDEN TESTS"
 VISIBLE = {"grade_predictions": "check_predictions", "grade_choice": "check_choice"}

@@ -22,8 +22,8 @@ from __future__ import annotations
 import types
 from pathlib import Path
 
-MARKER = "# graded outside your kernel"     # optional: a word to learners, the default anyway
-IN_KERNEL = "# runs in your kernel"         # the opt-out, for a visible test
+from ..learner.cells import IN_KERNEL_MARKER as IN_KERNEL, JUDGED_MARKER as MARKER
+
 HIDDEN = "BEGIN HIDDEN TESTS"               # nbgrader's delimiter (ClearHiddenTests.begin_test_delimeter)
 
 

@@ -10,6 +10,9 @@ from typing import Callable, Mapping
 RELEASE_DIR = "exercises"      # what learners get (nbgrader's release folder)
 SOURCE_DIR = "solutions"       # the instructor's notebooks (nbgrader's source folder), in a clone of the course
 LECTURE_DIR = "course"         # the lectures
+# a test cell's first lines may say where it runs (grading/judged.py applies the rule)
+JUDGED_MARKER = "# graded outside your kernel"    # optional: a word to learners, the default anyway
+IN_KERNEL_MARKER = "# runs in your kernel"        # the opt-out, for a visible test
 
 # A stderr stream holding a Python warning ("file.py:12: UserWarning: ...").  nbgrader scores any
 # stderr output as a failed test; the course drops warnings first (nbgrader_config.py).
