@@ -99,8 +99,10 @@ def visible_cells(assignment: str) -> set[str]:
 
 
 def prediction_cells(assignment: str) -> set[str]:
-    """The prediction sets of the release (their key is in the hidden part, for the grader only)."""
-    return {role(c).grade_id for c in release(assignment).cells if role(c).is_test and "check_predictions(" in c.source}
+    """The prediction sets and picture questions of the release (their key is in the hidden part,
+    for the grader only)."""
+    return {role(c).grade_id for c in release(assignment).cells
+            if role(c).is_test and ("check_predictions(" in c.source or "check_choice(" in c.source)}
 
 
 def rows(report: CheckReport) -> dict[str, tuple[float, float]]:
