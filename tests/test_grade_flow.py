@@ -126,7 +126,7 @@ def test_a_run_ends_with_its_counts_and_a_broken_notebook_does_not_fail_it(flow)
     first, second = grading_runs(flow)
     counts = [line for line in first.stdout.splitlines() if line.strip()][-1]
     assert re.fullmatch(r"a1_views: 3 submissions: 3 graded, 0 unchanged, 1 broken, 0 failed, 0 flagged; "
-                     r"mean 7\.67, median 10 of 15; [\d.]+ s", counts), first.stdout
+                     r"this run's mean 7\.67, median 10 of 15; [\d.]+ s", counts), first.stdout
     assert "bob" in first.stdout and "is empty" in first.stdout
     assert not re.search(r"^alice\b", first.stdout, re.M), "a student with nothing to report got a row"
     # no terminal here: progress comes as log lines, the preparation included

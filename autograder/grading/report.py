@@ -23,6 +23,8 @@ from typing import Callable, Iterable
 from nbgrader.plugins.export import ExportPlugin
 from traitlets import Dict, Enum
 
+from .exports import waiting_cells
+
 # the hook for per-misconception counts: a function of the autograded notebooks (nbformat nodes)
 MisconceptionCounter = Callable[[list], "dict[str, int]"]
 
@@ -45,6 +47,10 @@ class StudentRow:
     problems: list[str] = field(default_factory=list)
     timeouts: int = 0
     seconds: float | None = None
+    raw_score: float | None = None      # before nbgrader's late penalty (``score`` is after it, as exported)
+    late_penalty: float = 0.0
+    seconds_late: float = 0.0
+    pending: int = 0                    # cells waiting for a person's grade (they count 0 until then)
 
 
 @dataclass
@@ -145,7 +151,11 @@ def build_report(grader, results: Iterable, wall_seconds: float,
             sub = submissions.get(student)
             row = _student_row(student, results.get(student), state.get(student), grader)
             if sub is not None:          # the gradebook's scores: manual grades included
-                row.score = float(sub.score or 0)
+                row.raw_score = float(sub.score or 0)
+                row.late_penalty = float(sub.late_submission_penalty or 0)
+                row.seconds_late = float(sub.total_seconds_late or 0)
+                row.score = max(0.0, row.raw_score - row.late_penalty)     # as nbgrader's export gives it
+                row.pending = waiting_cells(sub)
                 row.max_score = float(sub.max_score)
                 row.auto_score = float(sum(g.auto_score or 0 for nb in sub.notebooks for g in nb.grades))
             rows.append(row)
@@ -188,6 +198,8 @@ def build_report(grader, results: Iterable, wall_seconds: float,
         "grading failed": sum(r.status == STATUS_FAILED for r in rows),
         "not graded (interrupted)": sum(r.status == STATUS_INTERRUPTED for r in rows),
         "flagged for a manual look": sum(bool(r.flags) for r in rows),
+        "waiting for hand grading": sum(bool(r.pending) for r in rows),
+        "late": sum(r.seconds_late > 0 for r in rows),
         "with problems": sum(bool(r.problems) for r in rows),
         "cells or notebooks timed out": sum(r.timeouts for r in rows),
     }
@@ -241,11 +253,13 @@ def write_csv(report: Report, folder: Path) -> tuple[Path, Path]:
     students, cells = folder / "report.csv", folder / "cells.csv"
     with open(students, "w", newline="", encoding="utf-8") as f:
         w = csv.writer(f)
-        w.writerow(["student", "status", "score", "auto_score", "max_score", "flags", "problems", "timeouts", "seconds"])
+        w.writerow(["student", "status", "score", "auto_score", "max_score", "flags", "problems", "timeouts", "seconds",
+                    "raw_score", "late_submission_penalty", "seconds_late", "needs_manual_grade"])
         for r in report.students:
             w.writerow([_cell(x) for x in (r.student, r.status, r.score, r.auto_score, r.max_score,
                                            "; ".join(r.flags), "; ".join(r.problems), r.timeouts,
-                                           None if r.seconds is None else round(r.seconds, 2))])
+                                           None if r.seconds is None else round(r.seconds, 2),
+                                           r.raw_score, r.late_penalty, round(r.seconds_late), r.pending)])
     with open(cells, "w", newline="", encoding="utf-8") as f:
         w = csv.writer(f)
         w.writerow(["notebook", "cell", "points", "students", "passed", "pass_rate", "most_common_diagnosis",
@@ -308,6 +322,24 @@ def _items(texts: list[str]) -> str:
     return "<ul>" + "".join(f"<li>{_e(t)}</li>" for t in texts) + "</ul>" if texts else ""
 
 
+def _late(row: StudentRow) -> str:
+    if row.seconds_late <= 0:
+        return ""
+    late = f"late by {_duration(row.seconds_late)}"
+    return _e(f"{late}: −{row.late_penalty:g} (raw {row.raw_score:g})" if row.late_penalty else late)
+
+
+def _duration(seconds: float) -> str:
+    for unit, size in (("d", 86400), ("h", 3600), ("min", 60)):
+        if seconds >= size:
+            return f"{seconds / size:.1f} {unit}"
+    return f"{seconds:.0f} s"
+
+
+def _pending(row: StudentRow) -> str:
+    return _e(f"{row.pending} cell{'s' if row.pending != 1 else ''} waiting") if row.pending else ""
+
+
 def render_html(report: Report) -> str:
     png = histogram_png(report)
     parts = [
@@ -321,8 +353,8 @@ def render_html(report: Report) -> str:
                      "whose answers are unusually alike (evidence for a person to read, never a grade).</p>")
     parts.append("<h2>Counts</h2><table>")
     parts += [f"<tr><th>{_e(k)}</th><td class=\"n\">{v}</td></tr>" for k, v in report.counts.items()]
-    parts += [f"<tr><th>mean score</th><td class=\"n\">{_num(report.mean)}</td></tr>",
-              f"<tr><th>median score</th><td class=\"n\">{_num(report.median)}</td></tr>",
+    parts += [f"<tr><th>mean score (every submission)</th><td class=\"n\">{_num(report.mean)}</td></tr>",
+              f"<tr><th>median score (every submission)</th><td class=\"n\">{_num(report.median)}</td></tr>",
               f"<tr><th>maximum possible</th><td class=\"n\">{_num(report.max_score)}</td></tr>",
               f"<tr><th>run wall time (s)</th><td class=\"n\">{_num(report.wall_seconds, 1)}</td></tr>", "</table>"]
     if png is not None:
@@ -344,13 +376,15 @@ def render_html(report: Report) -> str:
             parts.append("<tr><td colspan=\"2\">no failing test named a misconception</td></tr>")
         parts.append("</table>")
     parts.append("<h2>Students</h2><table><tr><th>student</th><th>status</th><th>score</th><th>auto</th>"
-                 "<th>max</th><th>flags</th><th>problems</th><th>timeouts</th><th>time (s)</th></tr>")
+                 "<th>max</th><th>late</th><th>hand grading</th><th>flags</th><th>problems</th><th>timeouts</th>"
+                 "<th>time (s)</th></tr>")
     for r in report.students:
         cls = "bad" if r.status in (STATUS_FAILED, STATUS_BROKEN, STATUS_INTERRUPTED) else \
             "flagged" if r.flags else ""
         parts.append(f"<tr class=\"{cls}\"><td>{_e(r.student)}</td><td>{_e(r.status)}</td>"
                      f"<td class=\"n\">{_num(r.score)}</td><td class=\"n\">{_num(r.auto_score)}</td>"
-                     f"<td class=\"n\">{_num(r.max_score)}</td><td>{_items(r.flags)}</td><td>{_items(r.problems)}</td>"
+                     f"<td class=\"n\">{_num(r.max_score)}</td><td>{_late(r)}</td><td>{_pending(r)}</td>"
+                     f"<td>{_items(r.flags)}</td><td>{_items(r.problems)}</td>"
                      f"<td class=\"n\">{r.timeouts or ''}</td><td class=\"n\">{_num(r.seconds, 1)}</td></tr>")
     parts += ["</table>", "</body></html>", ""]
     return "\n".join(parts)
