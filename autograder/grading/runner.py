@@ -263,10 +263,29 @@ class Grader(Recording, FollowsSource):
         """The run's report in ``<report_directory>/<assignment>/``: report.html, report.csv,
         cells.csv (see ``report.py``).  ``misconception_counts(notebooks) -> {name: count}``, given
         the autograded notebooks, adds a section of per-misconception counts."""
-        from .report import build_report, write_report
+        from .report import build_report
+        from .report_page import write_report
 
         wall = wall_seconds if wall_seconds is not None else time.monotonic() - getattr(self, "started_at", time.monotonic())
+        self._add_run(results, wall)
         return write_report(build_report(self, results, wall, misconception_counts), self.report_dir)
+
+    def _add_run(self, results: list[Result], wall: float) -> None:
+        """The run in the state's history, when it graded someone (a run with nothing to grade
+        leaves the last one's figures as they were)."""
+        import statistics
+        from datetime import datetime, timezone
+
+        scores = [r.score for r in results if not r.failed]
+        if not results:
+            return
+        try:
+            self.state.add_run({"when": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M:%S"),
+                                "graded": len(results), "unchanged": len(self.unchanged),
+                                "interrupted": len(self.interrupted), "wall": round(wall, 1),
+                                "mean": round(statistics.fmean(scores), 3) if scores else None})
+        except OSError as exc:
+            self.log(f"could not save the run's figures ({exc})")
 
     def _hashes(self) -> dict[str, str]:
         out = {}
