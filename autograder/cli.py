@@ -569,7 +569,15 @@ def _nbgrader_root(args: argparse.Namespace) -> tuple[Path, list[str]]:
 def cmd_feedback(args: argparse.Namespace) -> int:
     root, extra = _nbgrader_root(args)
     extra += [f"--student={s}" for s in args.student or []]
-    return _nbgrader("generate_feedback", args.assignment, "--force", *extra, root=root)
+    if not args.verbose:      # nbgrader's INFO lines, several per student: --verbose shows them
+        extra.append("--log-level=WARN")
+    code = _nbgrader("generate_feedback", args.assignment, "--force", *extra, root=root)
+    if code == 0 and not args.verbose:
+        pages = list((root / "feedback").glob(f"*/{args.assignment}/*.html"))
+        students = len({p.parent.parent.name for p in pages})
+        console.print(f"feedback of {_plain(args.assignment)} for {_plural(students, 'student')}: "
+                      f"feedback/<student>/{_plain(args.assignment)}/ (--verbose: nbgrader's log)", soft_wrap=True)
+    return code
 
 
 def cmd_export(args: argparse.Namespace) -> int:
@@ -740,6 +748,7 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("assignment")
         p.add_argument("--student", action="append", metavar="ID")
         p.add_argument("--db", metavar="URL", help="the gradebook (c.CourseDirectory.db_url)")
+        p.add_argument("--verbose", action="store_true", help="nbgrader's log in full (default: warnings and a summary)")
         p.set_defaults(func=cmd_feedback)
 
         p = instructor("export", help="write the grades CSV (nbgrader export), or one for Canvas's import")

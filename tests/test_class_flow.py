@@ -8,6 +8,7 @@ One course serves the module: the first ``grade`` leaves what the later tests re
 from __future__ import annotations
 
 import csv
+import json
 import os
 import subprocess
 import sys
@@ -79,7 +80,11 @@ def term(tmp_path_factory):
     folder = place(course, "download", "a1_views.ipynb", submission("a1_views", blank=True))
     nbformat.write(submission("a1_views"), folder / "a1_views (1).ipynb")
     place(course, "elsewhere", "my notes.ipynb", nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("1")]))
-    place(course, "late", "a1_views.ipynb", submission("a1_views"), when=DUE + timedelta(hours=3))
+    late = place(course, "late", "a1_views.ipynb", submission("a1_views"), when=DUE + timedelta(hours=3))
+    data = json.loads((late / "a1_views.ipynb").read_text())
+    for cell in data["cells"]:
+        cell.pop("id", None)       # written by a script: nbformat 4.5 without cell ids
+    (late / "a1_views.ipynb").write_text(json.dumps(data))
     place(course, "stale", "a1_views.ipynb", duplicated())
     first = grade(course, "grade", "a1_views")
     return SimpleNamespace(course=course, first=first)
@@ -89,6 +94,7 @@ def term(tmp_path_factory):
 def test_intake_says_what_it_found_and_grades_an_obvious_copy(term):
     out = " ".join(term.first.stdout.split())
     assert term.first.returncode == 0, term.first.stdout + term.first.stderr
+    assert "MissingIDFieldWarning" not in term.first.stdout + term.first.stderr
     rows = report_rows(term.course)
     # a rename: graded as the submission, and said
     assert float(rows["renamed"]["auto_score"]) == CORRECT
@@ -169,6 +175,20 @@ def test_a_clean_regrade_takes_back_the_flag_it_no_longer_finds(term):
 
 
 @SANDBOX
+def test_a_run_with_nothing_to_grade_keeps_the_last_runs_figures(term):
+    from autograder.grading.state import GradingState
+
+    state = GradingState(term.course / "reports" / "a1_views" / "grading-state.json")
+    before = state.runs()
+    assert before and before[-1]["graded"] >= 1
+    proc = grade(term.course, "grade", "a1_views")
+    assert proc.returncode == 0 and "0 graded" in proc.stdout, proc.stdout
+    assert state.runs() == before, "a run that graded no one is not a run of the history"
+    page = (term.course / "reports" / "a1_views" / "report.html").read_text()
+    assert "<h2>Runs</h2>" in page and f">{before[-1]['when']}<" in page
+
+
+@SANDBOX
 def test_an_interrupted_forced_run_is_resumed_by_the_next_run(term):
     from autograder.grading.runner import Grader
 
@@ -189,3 +209,18 @@ def test_an_interrupted_forced_run_is_resumed_by_the_next_run(term):
     assert any("stopped before" in line for line in logged), logged
     third = Grader(term.course, "a1_views", log=lambda m: None, only_changed=True)
     assert third.run() == [] and len(third.unchanged) == 6, "once resumed, nothing is owed"
+
+
+@SANDBOX
+def test_feedback_is_quiet_by_default_and_says_where_the_pages_are(term):
+    proc = grade(term.course, "feedback", "a1_views")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    out = proc.stdout + proc.stderr
+    # every student but the one whose folder held no copy of the notebook (nothing graded, no page)
+    assert "feedback of a1_views for 5 students: feedback/<student>/a1_views/" in " ".join(out.split()), out
+    for noise in ("[INFO]", "MissingIDFieldWarning", "not recognized by `StripHiddenTracebacks`",
+                  "not recognized by `RedactHiddenTestLines`"):
+        assert noise not in out, out
+    assert len(out.splitlines()) < 10, out
+    loud = grade(term.course, "feedback", "a1_views", "--student", "alice", "--verbose")
+    assert loud.returncode == 0 and "[GenerateFeedbackApp | INFO]" in loud.stdout + loud.stderr

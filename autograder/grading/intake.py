@@ -5,9 +5,11 @@ from __future__ import annotations
 import errno
 import os
 import stat
+import warnings
 from pathlib import Path
 
 import nbformat
+from nbformat.warnings import MissingIDFieldWarning
 
 from ..learner.cells import role
 
@@ -32,7 +34,10 @@ def read_notebook(path: Path) -> tuple[nbformat.NotebookNode | None, str | None]
     if not raw.strip():
         return None, f"{path.name} is empty"
     try:
-        nb = nbformat.reads(raw.decode("utf-8"), as_version=4)
+        with warnings.catch_warnings():
+            # cells without ids (a notebook written by a script): nbformat gives them ids, as it should
+            warnings.simplefilter("ignore", MissingIDFieldWarning)
+            nb = nbformat.reads(raw.decode("utf-8"), as_version=4)
     except UnicodeDecodeError:
         return None, f"{path.name} is not a text file"
     except Exception as exc:  # nbformat raises several kinds on broken JSON
