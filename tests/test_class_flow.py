@@ -140,8 +140,10 @@ def test_lateness_and_pending_hand_grading_reach_the_report_and_every_csv(term):
     assert "late by 3.0 h" in page and "1 cell waiting" in page
     proc = grade(term.course, "export")
     assert proc.returncode == 0, proc.stderr
+    assert grade(term.course, "export", "--format", "canvas").returncode == 0
     warning = " ".join(proc.stdout.split())
     assert "warning: a1_views:" in warning and "not yet graded by hand" in warning and "alice" in warning
+    assert f"a1_views: 1 late submission, exported after nbgrader's late penalty: late (-{CORRECT:g})" in warning
     grades = {r["student_id"]: r for r in csv.DictReader((term.course / "grades.csv").open())}
     canvas = {r[3]: r[5] for r in csv.reader((term.course / "canvas.csv").open()) if r[0] != "Points Possible"}
     for student, row in rows.items():          # the CSVs agree with the report

@@ -75,7 +75,8 @@ def pending_hand_grading(gradebook, assignments: list[str] | None = None) -> dic
 
 
 def export_warnings(db_url: str, assignments: list[str] | None = None) -> list[str]:
-    """What an export is about to leave unsaid: written answers not yet graded by hand."""
+    """What an export is about to leave unsaid: written answers not yet graded by hand, and the
+    late submissions whose exported score is after nbgrader's late penalty."""
     import os
 
     from nbgrader.api import Gradebook
@@ -89,4 +90,14 @@ def export_warnings(db_url: str, assignments: list[str] | None = None) -> list[s
             lines.append(f"{name}: {len(students)} submission{'s' if len(students) != 1 else ''} with answers "
                          f"not yet graded by hand ({shown}): they count 0 in this export until graded "
                          "(the formgrader's Manual Grading)")
+        for assignment in gb.assignments:
+            if assignments and assignment.name not in assignments:
+                continue
+            late = sorted((s.student.id, float(s.late_submission_penalty or 0)) for s in assignment.submissions
+                          if (s.total_seconds_late or 0) > 0)
+            if late:
+                shown = ", ".join(f"{student} (-{penalty:g})" for student, penalty in late[:10]) \
+                    + (f" and {len(late) - 10} more" if len(late) > 10 else "")
+                lines.append(f"{assignment.name}: {len(late)} late submission{'s' if len(late) != 1 else ''}, "
+                             f"exported after nbgrader's late penalty: {shown}")
     return lines
