@@ -464,7 +464,7 @@ def _summary(assignment: str, grader, results, wall: float, page) -> int:
         parts.append(f"{len(grader.interrupted)} not graded")
     line = f"{_plain(assignment)}: {_plural(len(grader.students), 'submission')}: " + ", ".join(parts)
     if scores:
-        line += (f"; mean {statistics.fmean(scores):.2f}, median {statistics.median(scores):g} "
+        line += (f"; this run's mean {statistics.fmean(scores):.2f}, median {statistics.median(scores):g} "
                  f"of {top:g}")
     console.print(line + f"; {wall:.1f} s", soft_wrap=True)
     if grader.interrupted:
@@ -569,16 +569,41 @@ def _nbgrader_root(args: argparse.Namespace) -> tuple[Path, list[str]]:
 def cmd_feedback(args: argparse.Namespace) -> int:
     root, extra = _nbgrader_root(args)
     extra += [f"--student={s}" for s in args.student or []]
-    return _nbgrader("generate_feedback", args.assignment, "--force", *extra, root=root)
+    if not args.verbose:      # nbgrader's INFO lines, several per student: --verbose shows them
+        extra.append("--log-level=WARN")
+    code = _nbgrader("generate_feedback", args.assignment, "--force", *extra, root=root)
+    if code == 0 and not args.verbose:
+        pages = list((root / "feedback").glob(f"*/{args.assignment}/*.html"))
+        students = len({p.parent.parent.name for p in pages})
+        console.print(f"feedback of {_plain(args.assignment)} for {_plural(students, 'student')}: "
+                      f"feedback/<student>/{_plain(args.assignment)}/ (--verbose: nbgrader's log)", soft_wrap=True)
+    return code
 
 
 def cmd_export(args: argparse.Namespace) -> int:
     root, extra = _nbgrader_root(args)
-    if args.format == "canvas":
-        extra += ["--exporter=autograder.grading.report.CanvasExportPlugin"]
+    plugin = "report.CanvasExportPlugin" if args.format == "canvas" else "exports.GradesExportPlugin"
+    extra += [f"--exporter=autograder.grading.{plugin}"]
     to = args.to or ("canvas.csv" if args.format == "canvas" else "grades.csv")
     extra += [f"--assignment={a}" for a in args.assignment or []]
+    _export_warnings(root, args)
     return _nbgrader("export", f"--to={to}", *extra, root=root)
+
+
+def _export_warnings(root: Path, args: argparse.Namespace) -> None:
+    """Say what the export leaves unsaid (answers not yet graded by hand); never stops it."""
+    from nbgrader.coursedir import CourseDirectory
+
+    from .grading.config import load_config
+    from .grading.exports import export_warnings
+
+    try:
+        db_url = args.db or CourseDirectory(config=load_config(root, cwd=root)).db_url
+        lines = export_warnings(db_url, args.assignment or None)
+    except Exception as exc:     # the export itself says what is wrong with the gradebook
+        lines = [f"could not check for answers not yet graded by hand: {type(exc).__name__}: {exc}"]
+    for line in lines:
+        console.print(f"[yellow]warning: {_plain(line, 2000)}[/]", soft_wrap=True)
 
 
 def instructor_tools() -> bool:
@@ -723,6 +748,7 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("assignment")
         p.add_argument("--student", action="append", metavar="ID")
         p.add_argument("--db", metavar="URL", help="the gradebook (c.CourseDirectory.db_url)")
+        p.add_argument("--verbose", action="store_true", help="nbgrader's log in full (default: warnings and a summary)")
         p.set_defaults(func=cmd_feedback)
 
         p = instructor("export", help="write the grades CSV (nbgrader export), or one for Canvas's import")

@@ -126,7 +126,7 @@ def test_a_run_ends_with_its_counts_and_a_broken_notebook_does_not_fail_it(flow)
     first, second = grading_runs(flow)
     counts = [line for line in first.stdout.splitlines() if line.strip()][-1]
     assert re.fullmatch(r"a1_views: 3 submissions: 3 graded, 0 unchanged, 1 broken, 0 failed, 0 flagged; "
-                     r"mean 7\.67, median 10 of 15; [\d.]+ s", counts), first.stdout
+                     r"this run's mean 7\.67, median 10 of 15; [\d.]+ s", counts), first.stdout
     assert "bob" in first.stdout and "is empty" in first.stdout
     assert not re.search(r"^alice\b", first.stdout, re.M), "a student with nothing to report got a row"
     # no terminal here: progress comes as log lines, the preparation included
@@ -139,7 +139,11 @@ def test_a_run_ends_with_its_counts_and_a_broken_notebook_does_not_fail_it(flow)
 def test_the_report_covers_students_and_cells_and_escapes_what_students_wrote(flow):
     folder = flow.course / "reports" / "a1_views"
     page = (folder / "report.html").read_text()
-    assert PAYLOAD not in page and "<b>x" not in page and "<script" not in page.lower()
+    assert PAYLOAD not in page and "<b>x" not in page
+    from autograder.grading.report_page import SCRIPT, SCRIPT_HASH
+
+    assert page.lower().count("<script") == 1 and f"<script>{SCRIPT}</script>" in page, "one script, the page's own"
+    assert f"script-src '{SCRIPT_HASH}'" in page, "allowed by its hash alone"
     assert "&lt;img src=x onerror=alert(1)&gt;" in page and "=1+1&lt;b&gt;x" in page
     assert 'content="default-src \'none\'; img-src data:' in page
     assert "data:image/png;base64,iVBOR" in page, "the histogram is an inline PNG"
@@ -151,9 +155,10 @@ def test_the_report_covers_students_and_cells_and_escapes_what_students_wrote(fl
     assert "'" + HOSTILE in rows, "a student id that is a formula stays text in the CSV"
     cells = {r["cell"]: r for r in csv.DictReader((folder / "cells.csv").open())}
     assert cells["test_shares_memory"]["passed"] == "1" and cells["test_shares_memory"]["students"] == "3"
-    # one each (bob's blank release, the hostile answer): the first in name order wins the tie
+    # bob's blank release is not attempted work: the hostile answer's error is the diagnosis
     assert cells["test_shares_memory"]["most_common_diagnosis"] == f"ValueError: {PAYLOAD}"   # raised in the judge as in the kernel
-    assert cells["test_predictions"]["most_common_diagnosis"].startswith("NotImplementedError: no predictions yet")
+    assert cells["test_shares_memory"]["not_attempted"] == "1"
+    assert cells["test_predictions"]["most_common_diagnosis"] == "" and cells["test_predictions"]["not_attempted"] == "1"
     assert cells["test_add_one_"]["pass_rate"] == "0.6667"
     assert "ValueError: " + PAYLOAD not in page
 
@@ -349,7 +354,8 @@ def test_every_limit_is_an_option_plain_nbgrader_reads_too(tmp_path, monkeypatch
 
 
 def test_the_report_escapes_everything_a_student_controls():
-    from autograder.grading.report import CellRow, Report, StudentRow, render_html
+    from autograder.grading.report import CellRow, Report, StudentRow
+    from autograder.grading.report_page import SCRIPT, render_html
 
     evil = "</td><script>alert(1)</script>"
     report = Report("a1_views", [StudentRow(evil, "graded", 1.0, 1.0, 2.0, [f"cell with unknown grade id {evil!r}"],
@@ -357,7 +363,7 @@ def test_the_report_escapes_everything_a_student_controls():
                     [CellRow("a1_views", "test_x", 1.0, 1, 0, evil, 1)], {"submissions": 1}, 1.0, 1.0, 2.0, 3.0,
                     {evil: 1})
     page = render_html(report)
-    assert "<script>" not in page and "</td><script>" not in page
+    assert "</td><script>" not in page and page.count("<script") == 1 and f"<script>{SCRIPT}</script>" in page
     assert page.count("&lt;script&gt;alert(1)&lt;/script&gt;") == 5
     assert 'src="data:image/png;base64,' in page
 

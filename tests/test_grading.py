@@ -121,7 +121,7 @@ def test_grade_command_prints_counts_and_exits_zero_for_a_broken_notebook(tmp_pa
     text = " ".join(out.stdout.split())
     assert "bob 0/15: a1_views.ipynb is empty" in text, text
     assert re.search(r"a1_views: 2 submissions: 2 graded, 0 unchanged, 1 broken, 0 failed, 0 flagged; "
-                     r"mean 6\.50, median 6\.5 of 15; [\d.]+ s$", text), "the counts come last: " + text
+                     r"this run's mean 6\.50, median 6\.5 of 15; [\d.]+ s$", text), "the counts come last: " + text
     report = (root / "reports" / "a1_views" / "report.csv").read_text()
     assert "alice,graded,13,13,15," in report and "bob,broken submission,0,0,15,,a1_views.ipynb is empty" in report
     only = subprocess.run([sys.executable, "-m", "autograder", "grade", "a1_views", "--student", "alice"], cwd=root,

@@ -8,11 +8,21 @@ keeps only the diagnosis (``CheckFailed: ... Likely mistake: ...``) of those cel
 from __future__ import annotations
 
 from nbgrader.preprocessors import NbGraderPreprocessor
+from traitlets import List
 
 HIDDEN_MARK = "BEGIN HIDDEN TESTS"
 
 
-class StripHiddenTracebacks(NbGraderPreprocessor):
+class CoursePreprocessor(NbGraderPreprocessor):
+    """nbgrader's preprocessor base, with ``display_data_priority`` a configurable trait as in
+    nbconvert's ``NbConvertBase``: nbconvert's HTML exporter configures it for every preprocessor,
+    and nbgrader's base, which redeclares it unconfigurable, answers each time with "Config option
+    `display_data_priority` not recognized"."""
+
+    display_data_priority = List(NbGraderPreprocessor.class_traits()["display_data_priority"].default()).tag(config=True)
+
+
+class StripHiddenTracebacks(CoursePreprocessor):
     """Replace the traceback of a cell holding hidden tests by its last line (name and message)."""
 
     def preprocess_cell(self, cell, resources, cell_index):
@@ -46,7 +56,7 @@ def hidden_test_lines(nb) -> set[str]:
     return lines - shown
 
 
-class RedactHiddenTestLines(NbGraderPreprocessor):
+class RedactHiddenTestLines(CoursePreprocessor):
     """Remove every line of a hidden test from every output of the feedback, whatever printed it.
 
     A submission's code runs in the same process as the hidden tests and can read them (the

@@ -5,9 +5,11 @@ from __future__ import annotations
 import errno
 import os
 import stat
+import warnings
 from pathlib import Path
 
 import nbformat
+from nbformat.warnings import MissingIDFieldWarning
 
 from ..learner.cells import role
 
@@ -32,7 +34,10 @@ def read_notebook(path: Path) -> tuple[nbformat.NotebookNode | None, str | None]
     if not raw.strip():
         return None, f"{path.name} is empty"
     try:
-        nb = nbformat.reads(raw.decode("utf-8"), as_version=4)
+        with warnings.catch_warnings():
+            # cells without ids (a notebook written by a script): nbformat gives them ids, as it should
+            warnings.simplefilter("ignore", MissingIDFieldWarning)
+            nb = nbformat.reads(raw.decode("utf-8"), as_version=4)
     except UnicodeDecodeError:
         return None, f"{path.name} is not a text file"
     except Exception as exc:  # nbformat raises several kinds on broken JSON
@@ -115,3 +120,103 @@ def _as_released(cell) -> bool:
         return False
 
 
+
+# ---------------------------------------------------------------------------------------------
+# which file of a submitted folder is the submission
+
+MAX_NAMED = 10          # other notebooks named in a report, at most
+
+
+class Found:
+    """What a submitted folder holds for one notebook of the assignment: ``path`` is the file to
+    grade (None: nothing to grade, a zero), ``flags`` what a person should look at (a rename, a
+    download copy, several candidates), ``problems`` what is wrong with the submission."""
+
+    def __init__(self, path: Path | None, flags: list[str] | None = None, problems: list[str] | None = None):
+        self.path, self.flags, self.problems = path, flags or [], problems or []
+
+
+def find_submitted(folder: Path, notebook: str, release: nbformat.NotebookNode) -> Found:
+    """The notebook to grade as ``notebook``.ipynb in a submitted folder.
+
+    The file of that name, as a rule.  Where it is missing, another notebook of the folder with the
+    release's cells (every grade id, the instructor's locked cells unchanged: a rename such as
+    ``a1_views_final.ipynb`` or a browser's download copy ``a1_views (1).ipynb``) is graded in its
+    place when it is the only one, and said; several such copies, or a file of the right name left
+    as handed out beside a filled copy, are said and left to a person (never a silent zero)."""
+    expected = folder / f"{notebook}.ipynb"
+    others = _other_notebooks(folder, expected)
+    if expected.exists() or expected.is_symlink():
+        filled = [p for p in others if _is_copy(p, release) == "filled"]
+        if filled and _is_copy(expected, release) == "blank":
+            names = _names(filled, folder)
+            return Found(expected, flags=[
+                f"{expected.name} is as handed out, but {names} beside it "
+                f"{'holds' if len(filled) == 1 else 'hold'} answers: {expected.name} was graded (zero); "
+                "which file is the submission is for a person to decide"])
+        return Found(expected)
+    copies = [p for p in others if _is_copy(p, release)]
+    if len(copies) == 1:
+        return Found(copies[0], flags=[f"{expected.name} was not submitted; graded "
+                                      f"{_names(copies, folder)} in its place (the same cells, another name)"])
+    if copies:
+        return Found(None, flags=[f"{expected.name} was not submitted, and {len(copies)} notebooks hold its cells: "
+                                  f"{_names(copies, folder)}; none was graded (scored zero): "
+                                  "which one is the submission is for a person to decide"])
+    if others:
+        return Found(None, flags=[f"{expected.name} was not submitted; the folder holds "
+                                  f"{_names(others, folder)}, without its cells (scored zero)"])
+    return Found(None, problems=[f"{expected.name} was not submitted (scored zero)"])
+
+
+def _other_notebooks(folder: Path, expected: Path) -> list[Path]:
+    """Regular ``.ipynb`` files of the folder and its subfolders (checkpoints left out, links
+    never followed), but ``expected``."""
+    found = []
+    for dirpath, dirnames, filenames in os.walk(folder):
+        dirnames[:] = sorted(d for d in dirnames if d != ".ipynb_checkpoints")
+        for name in sorted(filenames):
+            path = Path(dirpath) / name
+            if name.endswith(".ipynb") and path != expected and not path.is_symlink() and path.is_file():
+                found.append(path)
+        if len(found) > 100:
+            break
+    return found
+
+
+def _names(paths: list[Path], folder: Path) -> str:
+    shown = ", ".join(str(p.relative_to(folder)) for p in paths[:MAX_NAMED])
+    return shown + (f" and {len(paths) - MAX_NAMED} more" if len(paths) > MAX_NAMED else "")
+
+
+def _is_copy(path: Path, release: nbformat.NotebookNode) -> str | None:
+    """"filled" or "blank" where the notebook at ``path`` has every graded cell of the release (by
+    grade id) and the instructor's locked cells as released (by nbgrader's checksum), else None;
+    "blank" when every answer is still as handed out."""
+    from nbgrader.utils import compute_checksum, is_locked, is_solution
+
+    nb, _ = read_notebook(path)
+    if nb is None:
+        return None
+    mine = {}
+    for cell in nb.cells:
+        gid = role(cell).grade_id
+        if gid:
+            mine.setdefault(gid, cell)
+    answered = False
+    for ref in release.cells:
+        gid = role(ref).grade_id
+        if not gid:
+            continue
+        if gid not in mine:
+            return None
+        checksum = ref.metadata["nbgrader"].get("checksum")
+        try:
+            same = compute_checksum(mine[gid]) == checksum
+        except Exception:       # malformed metadata: not the release's cell
+            same = False
+        if is_locked(ref) and not is_solution(ref) and not same:
+            return None
+        if is_solution(ref) and not same:
+            answered = True
+    return "filled" if answered else "blank"

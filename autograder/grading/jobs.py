@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 import nbformat
 from nbclient import NotebookClient
 from nbclient.exceptions import CellTimeoutError, DeadKernelError
+from nbclient.util import run_sync
 
 from ..kernel import guard
 from ..learner.cells import role
@@ -103,6 +104,16 @@ class LimitedClient(NotebookClient):
         self.judge_flags: list[str] = []
         self.restore_pending = None  # a restore cell waiting for the next request to the kernel
         self.kernel_died = False     # found dead while the judge waited for an answer
+
+    async def _async_cleanup_kernel(self) -> None:
+        # nbclient registers this with atexit while a kernel starts, and unregisters it only when
+        # the notebook ends normally; a run stopped in between (Ctrl-C) left it to fail at exit
+        # ("Exception ignored in atexit callback ... AssertionError") on a kernel already gone
+        if self.km is None:
+            return
+        await super()._async_cleanup_kernel()
+
+    _cleanup_kernel = run_sync(_async_cleanup_kernel)
 
     async def async_start_new_kernel_client(self):
         kc = await super().async_start_new_kernel_client()

@@ -1,18 +1,13 @@
-"""What a grading run leaves for the graders: ``<report_directory>/<assignment>/report.html``,
-``report.csv`` (one row per student) and ``cells.csv`` (one row per test cell), and the Canvas
-export plugin for nbgrader's ``export``.
+"""What a grading run leaves for the graders, as data: the rows of ``report.csv`` (one per student)
+and ``cells.csv`` (one per test cell), read from the gradebook, ``autograded/`` and the grading
+state, and the Canvas export plugin for nbgrader's ``export``.  The page is ``report_page.py``.
 
 Everything a student controls (ids, flags naming grade ids, problems naming files, the error
-messages their code raised) is hostile: the HTML escapes every piece of text, loads nothing
-(a Content-Security-Policy forbids scripts and every fetch but inline images), and the CSV
-files neutralise spreadsheet formulas.
+messages their code raised) is hostile: the CSV files neutralise spreadsheet formulas.
 """
 from __future__ import annotations
 
-import base64
 import csv
-import html
-import io
 import json
 import statistics
 from collections import Counter
@@ -23,6 +18,8 @@ from typing import Callable, Iterable
 from nbgrader.plugins.export import ExportPlugin
 from traitlets import Dict, Enum
 
+from .exports import waiting_cells
+
 # the hook for per-misconception counts: a function of the autograded notebooks (nbformat nodes)
 MisconceptionCounter = Callable[[list], "dict[str, int]"]
 
@@ -32,6 +29,12 @@ STATUS_FAILED = "grading failed"
 STATUS_UNCHANGED = "unchanged"
 STATUS_INTERRUPTED = "not graded (interrupted)"
 STATUS_EARLIER = "graded earlier"
+
+# the policy of a page with no script (the similarity page); the report's allows its one script
+_CSP = "default-src 'none'; img-src data:; style-src 'unsafe-inline'"
+
+# the first line of a test's error where the answer was left as handed out (the skeleton raises it)
+NOT_ATTEMPTED = "NotImplementedError"
 
 
 @dataclass
@@ -45,6 +48,11 @@ class StudentRow:
     problems: list[str] = field(default_factory=list)
     timeouts: int = 0
     seconds: float | None = None
+    raw_score: float | None = None      # before nbgrader's late penalty (``score`` is after it, as exported)
+    late_penalty: float = 0.0
+    seconds_late: float = 0.0
+    pending: int = 0                    # cells waiting for a person's grade (they count 0 until then)
+    links: list[tuple[str, str]] = field(default_factory=list)   # (label, href relative to the report)
 
 
 @dataclass
@@ -54,8 +62,9 @@ class CellRow:
     points: float
     students: int = 0
     passed: int = 0
-    diagnosis: str = ""                 # the most common first line of a failing cell's error
+    diagnosis: str = ""                 # the most common first line of a failing cell's error, work attempted
     diagnosis_count: int = 0
+    not_attempted: int = 0              # failed with the skeleton's NotImplementedError: left as handed out
 
     @property
     def pass_rate(self) -> float | None:
@@ -74,6 +83,7 @@ class Report:
     wall_seconds: float
     misconceptions: dict[str, int] | None = None
     similarity_page: str | None = None    # similarity.html beside the report, when there is one
+    runs: list[dict] = field(default_factory=list)   # the runs that graded something, oldest first
 
 
 def _first_line(text: str, limit: int = 200) -> str:
@@ -145,12 +155,17 @@ def build_report(grader, results: Iterable, wall_seconds: float,
             sub = submissions.get(student)
             row = _student_row(student, results.get(student), state.get(student), grader)
             if sub is not None:          # the gradebook's scores: manual grades included
-                row.score = float(sub.score or 0)
+                row.raw_score = float(sub.score or 0)
+                row.late_penalty = float(sub.late_submission_penalty or 0)
+                row.seconds_late = float(sub.total_seconds_late or 0)
+                row.score = max(0.0, row.raw_score - row.late_penalty)     # as nbgrader's export gives it
+                row.pending = waiting_cells(sub)
                 row.max_score = float(sub.max_score)
                 row.auto_score = float(sum(g.auto_score or 0 for nb in sub.notebooks for g in nb.grades))
             rows.append(row)
             if sub is None:
                 continue
+            row.links = _links(grader, student, [nb.name for nb in sub.notebooks])
             for nb in sub.notebooks:
                 graded = {g.name: g for g in nb.grades}
                 autograded = _read_json(grader._path(grader.coursedir.autograded_directory, student)
@@ -175,7 +190,11 @@ def build_report(grader, results: Iterable, wall_seconds: float,
                     if g.auto_score is not None and g.auto_score >= g.max_score:
                         c.passed += 1
                     elif name in by_id:
-                        reasons.setdefault((nb.name, name), Counter())[diagnosis(by_id[name])] += 1
+                        why = diagnosis(by_id[name])
+                        if why.startswith(NOT_ATTEMPTED):
+                            c.not_attempted += 1
+                        else:
+                            reasons.setdefault((nb.name, name), Counter())[why] += 1
     for key, counter in reasons.items():
         cells[key].diagnosis, cells[key].diagnosis_count = counter.most_common(1)[0]
     totals = [r.score for r in rows if r.score is not None and r.status != STATUS_INTERRUPTED]
@@ -188,6 +207,8 @@ def build_report(grader, results: Iterable, wall_seconds: float,
         "grading failed": sum(r.status == STATUS_FAILED for r in rows),
         "not graded (interrupted)": sum(r.status == STATUS_INTERRUPTED for r in rows),
         "flagged for a manual look": sum(bool(r.flags) for r in rows),
+        "waiting for hand grading": sum(bool(r.pending) for r in rows),
+        "late": sum(r.seconds_late > 0 for r in rows),
         "with problems": sum(bool(r.problems) for r in rows),
         "cells or notebooks timed out": sum(r.timeouts for r in rows),
     }
@@ -196,7 +217,24 @@ def build_report(grader, results: Iterable, wall_seconds: float,
         cells=sorted(cells.values(), key=lambda c: (c.notebook, c.cell)), counts=counts,
         mean=statistics.fmean(totals) if totals else None, median=statistics.median(totals) if totals else None,
         max_score=max(maxima) if maxima else None, wall_seconds=wall_seconds,
-        misconceptions=misconception_counts(notebooks_read) if misconception_counts is not None else None)
+        misconceptions=misconception_counts(notebooks_read) if misconception_counts is not None else None,
+        runs=grader.state.runs())
+
+
+def _links(grader, student: str, notebooks: list[str]) -> list[tuple[str, str]]:
+    """The student's graded notebooks and feedback pages, as links relative to the report's folder
+    (each path segment percent-encoded: a student id is any text)."""
+    import os
+    from urllib.parse import quote
+
+    out = []
+    for label, step, suffix in (("notebook", grader.coursedir.autograded_directory, ".ipynb"),
+                                ("feedback", grader.coursedir.feedback_directory, ".html")):
+        for name in sorted(notebooks):
+            rel = os.path.relpath(grader._path(step, student) / f"{name}{suffix}", grader.report_dir)
+            href = "/".join(quote(part, safe="") for part in Path(rel).parts)
+            out.append((label if len(notebooks) == 1 else f"{name} {label}", href))
+    return out
 
 
 def _student_row(student: str, result, saved: dict | None, grader) -> StudentRow:
@@ -241,132 +279,22 @@ def write_csv(report: Report, folder: Path) -> tuple[Path, Path]:
     students, cells = folder / "report.csv", folder / "cells.csv"
     with open(students, "w", newline="", encoding="utf-8") as f:
         w = csv.writer(f)
-        w.writerow(["student", "status", "score", "auto_score", "max_score", "flags", "problems", "timeouts", "seconds"])
+        w.writerow(["student", "status", "score", "auto_score", "max_score", "flags", "problems", "timeouts", "seconds",
+                    "raw_score", "late_submission_penalty", "seconds_late", "needs_manual_grade"])
         for r in report.students:
             w.writerow([_cell(x) for x in (r.student, r.status, r.score, r.auto_score, r.max_score,
                                            "; ".join(r.flags), "; ".join(r.problems), r.timeouts,
-                                           None if r.seconds is None else round(r.seconds, 2))])
+                                           None if r.seconds is None else round(r.seconds, 2),
+                                           r.raw_score, r.late_penalty, round(r.seconds_late), r.pending)])
     with open(cells, "w", newline="", encoding="utf-8") as f:
         w = csv.writer(f)
         w.writerow(["notebook", "cell", "points", "students", "passed", "pass_rate", "most_common_diagnosis",
-                    "diagnosis_count"])
+                    "diagnosis_count", "not_attempted"])
         for c in report.cells:
             w.writerow([_cell(x) for x in (c.notebook, c.cell, c.points, c.students, c.passed,
                                            None if c.pass_rate is None else round(c.pass_rate, 4),
-                                           c.diagnosis, c.diagnosis_count)])
+                                           c.diagnosis, c.diagnosis_count, c.not_attempted)])
     return students, cells
-
-
-def histogram_png(report: Report) -> bytes | None:
-    """The distribution of total scores, as PNG bytes (matplotlib, no display needed)."""
-    scores = [r.score for r in report.students if r.score is not None and r.status != STATUS_INTERRUPTED]
-    if not scores:
-        return None
-    import matplotlib
-
-    matplotlib.use("Agg", force=False)
-    from matplotlib.figure import Figure
-
-    top = report.max_score or max(scores) or 1.0
-    step = max(top / 30, 1.0) if top > 30 else 1.0
-    edges = [i * step for i in range(int(top / step) + 2)]
-    fig = Figure(figsize=(6.4, 2.8), dpi=100)
-    ax = fig.add_subplot()
-    ax.hist(scores, bins=edges, color="#3b6ea5", edgecolor="white", align="left")
-    ax.set_xlabel(f"total score (of {top:g})")
-    ax.set_ylabel("students")
-    ax.set_title(f"{report.assignment}: {len(scores)} submissions")
-    ax.yaxis.get_major_locator().set_params(integer=True)
-    fig.tight_layout()
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png")
-    return buf.getvalue()
-
-
-_CSP = "default-src 'none'; img-src data:; style-src 'unsafe-inline'"
-_STYLE = """
-body { font-family: system-ui, sans-serif; margin: 2em; color: #222; }
-table { border-collapse: collapse; margin: 1em 0; }
-th, td { border: 1px solid #ccc; padding: 0.25em 0.6em; vertical-align: top; text-align: left; }
-td.n { text-align: right; font-variant-numeric: tabular-nums; }
-tr.flagged td { background: #fff6d5; } tr.bad td { background: #fde4e4; }
-ul { margin: 0; padding-left: 1.1em; } code { white-space: pre-wrap; }
-"""
-
-
-def _e(value) -> str:
-    return html.escape("" if value is None else str(value), quote=True)
-
-
-def _num(value, digits: int = 2) -> str:
-    if value is None:
-        return ""
-    return f"{value:.{digits}f}".rstrip("0").rstrip(".") if isinstance(value, float) else _e(value)
-
-
-def _items(texts: list[str]) -> str:
-    return "<ul>" + "".join(f"<li>{_e(t)}</li>" for t in texts) + "</ul>" if texts else ""
-
-
-def render_html(report: Report) -> str:
-    png = histogram_png(report)
-    parts = [
-        "<!DOCTYPE html>", "<html lang=\"en\"><head><meta charset=\"utf-8\">",
-        f"<meta http-equiv=\"Content-Security-Policy\" content=\"{_CSP}\">",
-        f"<title>{_e(report.assignment)}: grading report</title><style>{_STYLE}</style></head><body>",
-        f"<h1>{_e(report.assignment)}: grading report</h1>",
-    ]
-    if report.similarity_page:
-        parts.append(f"<p><a href=\"{_e(report.similarity_page)}\">Similar answers</a>: pairs of submissions "
-                     "whose answers are unusually alike (evidence for a person to read, never a grade).</p>")
-    parts.append("<h2>Counts</h2><table>")
-    parts += [f"<tr><th>{_e(k)}</th><td class=\"n\">{v}</td></tr>" for k, v in report.counts.items()]
-    parts += [f"<tr><th>mean score</th><td class=\"n\">{_num(report.mean)}</td></tr>",
-              f"<tr><th>median score</th><td class=\"n\">{_num(report.median)}</td></tr>",
-              f"<tr><th>maximum possible</th><td class=\"n\">{_num(report.max_score)}</td></tr>",
-              f"<tr><th>run wall time (s)</th><td class=\"n\">{_num(report.wall_seconds, 1)}</td></tr>", "</table>"]
-    if png is not None:
-        parts.append("<h2>Distribution</h2><img alt=\"histogram of total scores\" src=\"data:image/png;base64,"
-                     + base64.b64encode(png).decode("ascii") + "\">")
-    parts.append("<h2>Test cells</h2><table><tr><th>notebook</th><th>cell</th><th>points</th><th>students</th>"
-                 "<th>pass rate</th><th>most common diagnosis</th><th>of</th></tr>")
-    for c in report.cells:
-        rate = "" if c.pass_rate is None else f"{100 * c.pass_rate:.0f}%"
-        parts.append(f"<tr><td>{_e(c.notebook)}</td><td>{_e(c.cell)}</td><td class=\"n\">{_num(c.points)}</td>"
-                     f"<td class=\"n\">{c.students}</td><td class=\"n\">{rate}</td>"
-                     f"<td><code>{_e(c.diagnosis)}</code></td><td class=\"n\">{c.diagnosis_count or ''}</td></tr>")
-    parts.append("</table>")
-    if report.misconceptions is not None:
-        parts.append("<h2>Misconceptions</h2><table><tr><th>misconception</th><th>students</th></tr>")
-        for name, count in sorted(report.misconceptions.items(), key=lambda kv: (-kv[1], str(kv[0]))):
-            parts.append(f"<tr><td>{_e(name)}</td><td class=\"n\">{_e(count)}</td></tr>")
-        if not report.misconceptions:
-            parts.append("<tr><td colspan=\"2\">no failing test named a misconception</td></tr>")
-        parts.append("</table>")
-    parts.append("<h2>Students</h2><table><tr><th>student</th><th>status</th><th>score</th><th>auto</th>"
-                 "<th>max</th><th>flags</th><th>problems</th><th>timeouts</th><th>time (s)</th></tr>")
-    for r in report.students:
-        cls = "bad" if r.status in (STATUS_FAILED, STATUS_BROKEN, STATUS_INTERRUPTED) else \
-            "flagged" if r.flags else ""
-        parts.append(f"<tr class=\"{cls}\"><td>{_e(r.student)}</td><td>{_e(r.status)}</td>"
-                     f"<td class=\"n\">{_num(r.score)}</td><td class=\"n\">{_num(r.auto_score)}</td>"
-                     f"<td class=\"n\">{_num(r.max_score)}</td><td>{_items(r.flags)}</td><td>{_items(r.problems)}</td>"
-                     f"<td class=\"n\">{r.timeouts or ''}</td><td class=\"n\">{_num(r.seconds, 1)}</td></tr>")
-    parts += ["</table>", "</body></html>", ""]
-    return "\n".join(parts)
-
-
-def write_report(report: Report, folder: Path) -> Path:
-    """report.html, report.csv and cells.csv in ``folder``; the HTML's path."""
-    folder.mkdir(parents=True, exist_ok=True)
-    write_csv(report, folder)
-    if (folder / "similarity.html").is_file():
-        report.similarity_page = "similarity.html"
-    page = folder / "report.html"
-    tmp = folder / ".report.html.tmp"
-    tmp.write_text(render_html(report), encoding="utf-8")
-    tmp.replace(page)
-    return page
 
 
 # ---------------------------------------------------------------------------------------------

@@ -31,9 +31,10 @@ from typing import Callable
 import nbformat
 from traitlets.config import Config
 
-from .execute import NO_SANDBOX, flag_in_gradebook, require_python_kernel
+from ..learner.cells import role
+from .execute import NO_SANDBOX, require_python_kernel
 from .files import remove_trees, submission_files
-from .intake import read_notebook, repair
+from .intake import find_submitted, read_notebook, repair
 from .jobs import Job, Outcome, add_guards, settle_memory
 from .pool import PackedJob, PendingJobs, SlotPool, as_results
 from .record import Recording
@@ -109,6 +110,12 @@ class Grader(Recording, FollowsSource):
             if version is None:
                 log(f"WARNING: {sentence}: six processes of one submission may hold six times its memory.")
         self.students = students or self._find_students()
+        if students:
+            missing = [s for s in students if s not in self._find_students()]
+            if missing:
+                where = self.coursedir.format_path(self.coursedir.submitted_directory, "STUDENT", assignment)
+                raise GradingError(f"no submission of {assignment} for {', '.join(missing)} "
+                                   f"(looked in {Path(where).relative_to(self.root)}/): nothing was graded")
 
     @property
     def report_dir(self) -> Path:
@@ -175,9 +182,13 @@ class Grader(Recording, FollowsSource):
 
     # -- step 1 ------------------------------------------------------------------------------------
     def prepare(self, student: str, notebook: str, result: Result) -> Job | None:
-        path = self._path(self.coursedir.submitted_directory, student) / f"{notebook}.ipynb"
-        if not path.exists() and not path.is_symlink():
+        folder = self._path(self.coursedir.submitted_directory, student)
+        found = find_submitted(folder, notebook, self._release(notebook))
+        result.flags += found.flags
+        result.problems += found.problems
+        if found.path is None:
             return None  # nbgrader's rule: a missing notebook scores zero (see record_missing)
+        path = found.path
         nb, problem = read_notebook(path)
         if nb is None:
             result.problems.append(problem)
@@ -190,7 +201,7 @@ class Grader(Recording, FollowsSource):
         require_python_kernel(nb)
         add_guards(nb)
         # the submission's own files; never a notebook: the one being graded holds the hidden tests
-        files = submission_files(path.parent, result.problems)
+        files = submission_files(folder, result.problems)
         fixtures, released = self._fixtures()
         files.update(released)    # the released fixtures, over whatever the submission holds under their names
         return Job(student, notebook, dict(nb), files, self.limits, self.require_sandbox,
@@ -223,9 +234,21 @@ class Grader(Recording, FollowsSource):
         self.started_at = time.monotonic()
         self.unchanged, self.interrupted = [], []
         hashes = self._hashes()
+        self._previous = self.state.read()
         if self.only_changed:
             self.unchanged = self._unchanged(hashes)
+            owed = [s for s in self.state.owed() if s in self.unchanged]
+            if owed:
+                self.unchanged = [s for s in self.unchanged if s not in owed]
+                self.log(f"an earlier run that was to grade every submission again (--force or --student) "
+                         f"stopped before {len(owed)} of them: they are graded now, changed or not")
         students = [s for s in self.students if s not in self.unchanged]
+        forced = students if not self.only_changed else [s for s in students if s in self.named]
+        if forced:
+            try:
+                self.state.owe(forced)
+            except OSError as exc:
+                self.log(f"could not save the grading state ({exc}): an interrupted run cannot be resumed")
         results = {s: Result(s, hash=hashes.get(s, "")) for s in students}
         self.staging = Path(tempfile.mkdtemp(prefix=f".copy-that-staging-{self.assignment}-", dir=self.root))
         finished: list[Result] = []
@@ -240,10 +263,29 @@ class Grader(Recording, FollowsSource):
         """The run's report in ``<report_directory>/<assignment>/``: report.html, report.csv,
         cells.csv (see ``report.py``).  ``misconception_counts(notebooks) -> {name: count}``, given
         the autograded notebooks, adds a section of per-misconception counts."""
-        from .report import build_report, write_report
+        from .report import build_report
+        from .report_page import write_report
 
         wall = wall_seconds if wall_seconds is not None else time.monotonic() - getattr(self, "started_at", time.monotonic())
+        self._add_run(results, wall)
         return write_report(build_report(self, results, wall, misconception_counts), self.report_dir)
+
+    def _add_run(self, results: list[Result], wall: float) -> None:
+        """The run in the state's history, when it graded someone (a run with nothing to grade
+        leaves the last one's figures as they were)."""
+        import statistics
+        from datetime import datetime, timezone
+
+        scores = [r.score for r in results if not r.failed]
+        if not results:
+            return
+        try:
+            self.state.add_run({"when": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M:%S"),
+                                "graded": len(results), "unchanged": len(self.unchanged),
+                                "interrupted": len(self.interrupted), "wall": round(wall, 1),
+                                "mean": round(statistics.fmean(scores), 3) if scores else None})
+        except OSError as exc:
+            self.log(f"could not save the run's figures ({exc})")
 
     def _hashes(self) -> dict[str, str]:
         out = {}
@@ -284,12 +326,24 @@ class Grader(Recording, FollowsSource):
                                "auto_score": r.auto_score,
                                "max_score": r.max_score, "flags": r.flags, "problems": r.problems,
                                "timeouts": r.timeouts, "seconds": round(r.seconds, 3), "graded": r.graded,
-                               "failed": r.failed, "when": when}
+                               "failed": r.failed, "flagged": bool(r.flags), "when": when}
                    for r in finished}
         try:
             self.state.update(entries)
         except OSError as exc:
             self.log(f"could not save the grading state ({exc}): the next run grades these students again")
+
+    def _mark_flags(self, result: Result, notebooks: list[str]) -> None:
+        """The formgrader's flag and its reasons (``flags.mark``); a clean re-grade takes back the
+        flag this grader set last time."""
+        from . import flags
+
+        before = self._previous.get(result.student)
+        unflag = isinstance(before, dict) and bool(before.get("flagged", before.get("flags")))
+        with self._gradebook() as gb:
+            for notebook in notebooks:
+                answers = [role(c).grade_id for c in self._release(notebook).cells if role(c).solution]
+                flags.mark(gb, self.assignment, result.student, notebook, result.flags, answers, unflag)
 
     def _event(self, phase: str, done: int, total: int) -> None:
         if self.events is not None:
@@ -324,7 +378,6 @@ class Grader(Recording, FollowsSource):
                     fail(student, f"could not prepare {notebook}: {type(exc).__name__}: {exc}")
                     continue
                 if job is None:
-                    results[student].problems.append(f"{notebook}.ipynb was not submitted (scored zero)")
                     self.record_missing(student, notebook)
                 else:
                     pending.append(PackedJob(job))
@@ -345,9 +398,7 @@ class Grader(Recording, FollowsSource):
             if student not in failed:
                 try:
                     self.publish(student)
-                    if r.flags:    # the formgrader's "flagged" column
-                        for notebook in notebooks:
-                            flag_in_gradebook(self.db_url, self.assignment, student, notebook)
+                    self._mark_flags(r, notebooks)
                 except Exception as exc:
                     fail(student, f"could not publish the results: {type(exc).__name__}: {exc}")
             finished.append(r)

@@ -94,26 +94,58 @@ class GradingState:
     def __init__(self, path: Path):
         self.path = path
 
-    def read(self) -> dict[str, dict]:
+    def _data(self) -> dict:
         try:
             data = json.loads(self.path.read_text())
         except (OSError, ValueError):
             return {}
-        if not isinstance(data, dict) or data.get("version") != self.VERSION:
-            return {}
-        students = data.get("students")
+        return data if isinstance(data, dict) and data.get("version") == self.VERSION else {}
+
+    def read(self) -> dict[str, dict]:
+        students = self._data().get("students")
         return students if isinstance(students, dict) else {}
 
-    def update(self, entries: dict[str, dict]) -> None:
-        import fcntl
+    def owed(self) -> list[str]:
+        """Students a run set out to grade whatever their state (``--force``, ``--student``) and
+        did not finish: interrupted, they are graded again by the next run, changed or not."""
+        owed = self._data().get("owed")
+        return [s for s in owed if isinstance(s, str)] if isinstance(owed, list) else []
 
+    def runs(self) -> list[dict]:
+        """The runs that graded something, oldest first (see ``add_run``)."""
+        runs = self._data().get("runs")
+        return [r for r in runs if isinstance(r, dict)] if isinstance(runs, list) else []
+
+    def owe(self, students: list[str]) -> None:
+        """Note students about to be graded whatever their state, until ``update`` has them."""
+        self._change(lambda data: data.__setitem__("owed", sorted(set(self.owed()) | set(students))))
+
+    def add_run(self, run: dict, keep: int = 50) -> None:
+        """Keep a run's figures (when, wall time, counts, this run's mean) for the report's history."""
+        self._change(lambda data: data.__setitem__("runs", (self.runs() + [run])[-keep:]))
+
+    def update(self, entries: dict[str, dict]) -> None:
         if not entries:
             return
+
+        def change(data: dict) -> None:
+            students = data.setdefault("students", {})
+            students.update(entries)
+            data["owed"] = [s for s in self.owed() if s not in entries]
+
+        self._change(change)
+
+    def _change(self, change) -> None:
+        """Read, change and write the file under its lock (concurrent runs merge)."""
+        import fcntl
+
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with open(self.path.with_name(self.path.name + ".lock"), "w") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
-            students = self.read()
-            students.update(entries)
+            data = self._data()
+            data.setdefault("students", {})
+            change(data)
+            data["version"] = self.VERSION
             tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}")
-            tmp.write_text(json.dumps({"version": self.VERSION, "students": students}, indent=1, sort_keys=True))
+            tmp.write_text(json.dumps(data, indent=1, sort_keys=True))
             os.replace(tmp, self.path)
