@@ -43,30 +43,41 @@ def grading_findings():
 
 
 def cmd_build(args: argparse.Namespace) -> int:
-    from .course.build import build, check
+    from .course.build import build, check, editions
     from .course.layout import SOURCE_DIR, find_root
     from .grading.authoring import check_course
+    from .learner.editions import folder
 
     root = find_root()
     if args.only and not (root / SOURCE_DIR / args.only).is_dir():
         print(f"no assignment {args.only!r} in {SOURCE_DIR}/")
         return 2
-    problems = check_course(root, SOURCE_DIR, args.only)
-    for problem in problems:
-        print(problem.describe())
-    if problems:
-        print(f"{_plural(len(problems), 'problem')} in {SOURCE_DIR}/: "
-              + ("exercises/ is not compared" if args.check else "exercises/ was left as it was"))
-        return 1
-    if args.check:
-        report = check(root)
-        print(report.describe())
-        return 0 if report.in_sync else 1
-    report = build(root, args.only)
-    changed = [f"  changed: {p}" for p in report.stale] + [f"  new: {p}" for p in report.missing] \
-        + [f"  removed: {p}" for p in report.extra]
-    print("regenerated exercises/ from solutions/" + (":\n" + "\n".join(changed) if changed else ": nothing changed"))
-    return 0
+    status = 0
+    for edition in editions(root):      # English, then the Chinese edition where zh/solutions/ exists
+        source, release = folder(edition, "source"), folder(edition, "release")
+        only = args.only if not args.only or (root / source / args.only).is_dir() else None
+        if args.only and only is None:
+            print(f"no assignment {args.only!r} in {source}/: {release}/ left as it was")
+            status = max(status, 1)
+            continue
+        problems = check_course(root, source, only)
+        for problem in problems:
+            print(problem.describe())
+        if problems:
+            print(f"{_plural(len(problems), 'problem')} in {source}/: "
+                  + (f"{release}/ is not compared" if args.check else f"{release}/ was left as it was"))
+            status = 1
+            continue
+        if args.check:
+            report = check(root, edition)
+            print(report.describe())
+            status = max(status, 0 if report.in_sync else 1)
+            continue
+        report = build(root, only, edition)
+        changed = [f"  changed: {p}" for p in report.stale] + [f"  new: {p}" for p in report.missing] \
+            + [f"  removed: {p}" for p in report.extra]
+        print(f"regenerated {release}/ from {source}/" + (":\n" + "\n".join(changed) if changed else ": nothing changed"))
+    return status
 
 
 def cmd_predictions(args: argparse.Namespace) -> int:
@@ -642,7 +653,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_progress)
 
     if instructor_tools():
-        p = instructor("build", help="regenerate exercises/ from solutions/ with nbgrader")
+        p = instructor("build", help="regenerate exercises/ from solutions/ with nbgrader (and zh/exercises/ from zh/solutions/)")
         p.add_argument("--check", action="store_true", help="only compare; exit 1 when exercises/ is stale")
         p.add_argument("--only", metavar="ASSIGNMENT", help="regenerate one assignment only")
         p.set_defaults(func=cmd_build)
@@ -718,6 +729,10 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--student", action="append", metavar="ID")
         p.add_argument("--db", metavar="URL", help="the gradebook (c.CourseDirectory.db_url)")
         p.set_defaults(func=cmd_feedback)
+
+        from .cli_zh import add_commands as add_zh_commands
+
+        add_zh_commands(sub, instructor)
 
         p = instructor("export", help="write the grades CSV (nbgrader export), or one for Canvas's import")
         p.add_argument("--format", choices=("nbgrader", "canvas"), default="nbgrader",
