@@ -187,6 +187,19 @@ def test_sync_adds_a_new_english_cell_untranslated_and_resets_comments_when_code
     assert "code" not in kinds(course)
 
 
+def test_a_translation_without_the_glossarys_core_term_fails(course):
+    shutil.copytree(ROOT / "docs", course / "docs")
+    translate(lecture(course), "cell-05", "两个张量对象，同一块存储。`d` 不带历史（`grad_fn` 为 `None`），所以它算作"
+                                          "一个不需要梯度的叶子；用 `d` 算出的任何东西都到不了 `x`。")
+    stamp_file(course, lecture(course))
+    assert "glossary" not in kinds(course, [lecture(course)])
+    translate(lecture(course), "cell-05", "两个对象，一块内存。")
+    stamp_file(course, lecture(course), ["cell-05"])
+    problems = [p for p in check_course(course, [lecture(course)]).problems if p.kind == "glossary"]
+    assert {p.cell for p in problems} == {"cell-05"}
+    assert {p.text.split("term is ")[1].split()[0] for p in problems} == {"张量", "存储", "叶子"}
+
+
 def test_the_fixtures_and_extra_notebooks_are_checked(course):
     (assignment(course).parent / "fixtures.py").write_text("X = 1\n")
     (course / "zh" / LECTURE_DIR / "99_extra.ipynb").write_text(nbformat.writes(nbformat.v4.new_notebook()))

@@ -20,8 +20,9 @@ from pathlib import Path
 
 import nbformat
 
-from .translation import (IGNORED_METADATA, META, STALE, UNSTAMPED, UNTRANSLATED, Pair, cell_state, code_tokens,
-                          orphans, pairs, translatable_code)
+from . import glossary
+from .translation import (IGNORED_METADATA, META, STALE, TRANSLATED, UNSTAMPED, UNTRANSLATED, Pair, cell_state,
+                          code_tokens, orphans, pairs, translatable_code)
 
 MISCONCEPTION = re.compile(r"\bM-[a-z0-9]+(?:-[a-z0-9]+)*")
 TRANSLATION_KINDS = (UNTRANSLATED, STALE, UNSTAMPED)
@@ -105,10 +106,11 @@ TRANSLATION_TEXT = {
 }
 
 
-def check_pair(pair: Pair, root: Path, keys_of=None) -> tuple[list[Problem], int, int]:
+def check_pair(pair: Pair, root: Path, keys_of=None, terms: list | None = None) -> tuple[list[Problem], int, int]:
     """The problems of one pair of notebooks; (problems, cells compared, cells whose translation is current).
 
-    ``keys_of(nb)``, when given, names each test cell's message keys (compared between the editions)."""
+    ``keys_of(nb)``, when given, names each test cell's message keys (compared between the editions);
+    ``terms``, the glossary, whose core terms each translated markdown cell must use."""
     where = _rel(pair.zh, root)
     if not pair.zh.is_file():
         return [Problem(where, "missing", f"no Chinese counterpart of {_rel(pair.en, root)}: "
@@ -143,6 +145,10 @@ def check_pair(pair: Pair, root: Path, keys_of=None) -> tuple[list[Problem], int
             problems.append(Problem(where, state, TRANSLATION_TEXT[state].format(path=where, cell=en.get("id")), en.get("id")))
         else:
             translated += 1
+        if state == TRANSLATED and en.cell_type == "markdown" and terms:
+            for term in glossary.missing(en.source, zh.source, terms):
+                problems.append(Problem(where, "glossary", f"the English says {', '.join(term.english)}: the glossary's "
+                                        f"term is {term.chinese[0]} (docs/glossary-zh.md)", en.get("id")))
     if keys_of is not None and keys_of(en_nb) != keys_of(zh_nb):
         problems.append(Problem(where, "message keys", "the test cells' messages differ from the English ones"))
     return problems, len(en_nb.cells), translated
@@ -170,8 +176,9 @@ def check_course(root: Path, only: list[Path] | None = None, keys_of=None) -> Ga
 
     chosen = [pair_for(root, p) for p in only] if only else pairs(root)
     report = GateReport()
+    terms = glossary.load(root)
     for pair in dict.fromkeys(chosen):
-        problems, cells, translated = check_pair(pair, root, keys_of)
+        problems, cells, translated = check_pair(pair, root, keys_of, terms)
         report.problems += problems + check_files(root, pair)
         report.cells += cells
         report.translated += translated
