@@ -186,3 +186,31 @@ def check_course(root: Path, only: list[Path] | None = None, keys_of=None) -> Ga
         report.problems += [Problem(_rel(p, root), "extra", "a Chinese notebook without an English one: remove it "
                                     "(or run `python -m autograder zh sync --prune`)") for p in orphans(root)]
     return report
+
+
+def catalog_problems(root: Path) -> list[Problem]:
+    """The message catalog against every learner-facing string of the package and the assignments."""
+    from .messages import check_catalog, extract, load_catalog
+
+    found = check_catalog(extract(root), load_catalog())
+    where = "autograder/kernel/locale/zh.json"
+    out = [Problem(where, "messages", f"no entry for {key!r} ({section}): run `python -m autograder zh sync`, then "
+                   "translate it") for section, key in found.missing]
+    out += [Problem(where, "messages", f"untranslated ({section}): {key!r}") for section, key in found.untranslated]
+    out += [Problem(where, "messages", f"the translation of {key!r} has other placeholders than the English "
+                    "({section})".replace("{section}", section)) for section, key in found.placeholders]
+    out += [Problem(where, "messages", f"used nowhere any more ({section}): {key!r}: `python -m autograder zh sync` "
+                    "drops it") for section, key in found.unused]
+    out += [Problem(where, "messages", f"two different translations of {key!r}") for key in found.conflicts]
+    return out
+
+
+def gate(root: Path, only: list[Path] | None = None) -> GateReport:
+    """The whole gate: the notebooks (or those of ``only``) with their tests' message keys and the
+    glossary, and, over the whole course, the message catalog."""
+    from .messages import notebook_keys
+
+    report = check_course(root, only, keys_of=notebook_keys)
+    if not only:
+        report.problems += catalog_problems(root)
+    return report
