@@ -60,6 +60,7 @@ def test_check_speaks_chinese_for_a_chinese_notebook_and_names_the_chinese_headi
     assert "误区: `t.data_ptr()` 就是 `t` 的存储的地址。" in text
     assert f"重读: course/01_names_views_storage.ipynb#{HEADING.replace('`', '').replace(' ', '-')}" in text, text
     assert "尚未完成: 1 个测试待修正。" in text
+    assert "\u2713 add_one_ 写入张量自己的内存" in text, text
 
 
 def test_check_speaks_english_when_asked(course):

@@ -64,6 +64,9 @@ def read_again(m: Misconception, notebook: Path) -> str:
 def _message(r, lang: str) -> str:
     """A row's message in the learner's language; the myth and its link are left for below the table."""
     message = r.message or r.status
+    if r.passed:                   # the ✓ lines the test printed, each translated
+        return "\n".join(f"\u2713 {tr(line[2:], lang)}" if line.startswith("\u2713 ") else tr(line, lang)
+                         for line in message.splitlines())
     if r.misconceptions:
         message = message.split(" Myth: ")[0].rsplit(" [M-", 1)[0]
     return tr(message, lang)
