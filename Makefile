@@ -116,9 +116,11 @@ exercises: setup
 check-exercises: setup
 	$(PY) -m autograder build --check
 
-# Re-run the lectures and store their outputs (what readers see on GitHub and what the tests compare).
+# Re-run the lectures and store their outputs (what readers see on GitHub and what the tests compare);
+# the Chinese edition's lectures then get the same outputs (zh sync: code and outputs come from English).
 lectures: setup
 	$(VENV)/bin/jupyter nbconvert --to notebook --execute --inplace --ExecutePreprocessor.timeout=600 course/*.ipynb
+	$(PY) -m autograder zh sync
 
 # The lectures as static HTML with their outputs, for reading without installing anything.
 site: setup

@@ -53,6 +53,20 @@ def test_the_chinese_release_is_what_nbgrader_generates_from_the_chinese_solutio
         p.name for p in (ROOT / RELEASE_DIR).iterdir() if p.is_dir())
 
 
+def test_each_release_holds_its_own_editions_notebooks_only():
+    import json
+
+    from autograder.course.layout import assignments
+    from autograder.kernel.i18n import notebook_lang
+
+    english = sorted((ROOT / RELEASE_DIR).rglob("*.ipynb"))
+    chinese = sorted((ROOT / "zh" / RELEASE_DIR).rglob("*.ipynb"))
+    assert english and chinese and not [p for p in english if "zh" in p.relative_to(ROOT / RELEASE_DIR).parts]
+    assert {notebook_lang(json.loads(p.read_text())) for p in english} == {"en"}
+    assert {notebook_lang(json.loads(p.read_text())) for p in chinese} == {"zh"}
+    assert "zh" not in assignments(ROOT)
+
+
 # --- a small course to change ----------------------------------------------------------------
 
 @pytest.fixture
