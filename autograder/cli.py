@@ -106,20 +106,11 @@ def cmd_predictions(args: argparse.Namespace) -> int:
 
 
 def _lang(args: argparse.Namespace, notebook: Path | None = None) -> str:
-    """The language to speak: --lang, else $COPY_THAT_LANG, else the notebook's own (the Chinese
-    edition's notebooks say so in their metadata), else English."""
-    import json
+    """--lang, else $COPY_THAT_LANG, else the notebook's own language (its metadata), else English."""
+    from .kernel.i18n import DEFAULT, choose_for
 
-    from .kernel.i18n import DEFAULT, choose
-
-    nb = None
-    if notebook is not None:
-        try:
-            nb = json.loads(notebook.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            nb = None
     try:
-        return choose(getattr(args, "lang", None), nb)
+        return choose_for(getattr(args, "lang", None), notebook)
     except ValueError as exc:
         console.print(f"[yellow]{exc}[/]")
         return DEFAULT

@@ -9,13 +9,11 @@ import nbformat
 import pytest
 
 from autograder.course.layout import assignments, fill_answers, solution_sources
-from autograder.grading.runner import Grader, SlotPool
-from autograder.grading.sandbox import bwrap_path
 from autograder.grading.sync import from_source
 from autograder.kernel.misconceptions import ids_in
 from autograder.learner.cells import role
-from corpus import answers_for, student_id
-from harness import ROOT, read_grades, scratch_course, submit
+from corpus import answers_for, grade_with_the_course_grader, student_id
+from harness import ROOT, scratch_course
 
 A = "a1_views"
 
@@ -55,13 +53,11 @@ def graded(tmp_path_factory):
     for kind, items in (("wrong", wrong), ("right", right)):
         for i, a in enumerate(items):
             cases[student_id(kind, i, a)] = ({a.cell: a.source}, False)
+    subs = {}
     for name, (answers, blank) in cases.items():
-        submit(course, A, f"en_{name}", en_submission(answers, blank))
-        submit(course, A, f"zh_{name}", zh_submission(course, answers, blank))
-    with SlotPool(2, sandboxed=bwrap_path() is not None) as pool:
-        Grader(course, A, jobs=2, pool=pool, log=lambda m: None).run()
-    students = [f"{e}_{n}" for n in cases for e in ("en", "zh")]
-    return read_grades(course, A, students), list(cases), course
+        subs[f"en_{name}"] = en_submission(answers, blank)
+        subs[f"zh_{name}"] = zh_submission(course, answers, blank)
+    return grade_with_the_course_grader(course, {A: subs})[A], list(cases), course
 
 
 def test_the_corpus_scores_the_same_cell_by_cell_in_both_editions(graded):

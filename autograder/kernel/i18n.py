@@ -58,17 +58,25 @@ def choose(option: str | None = None, notebook: dict | None = None, environ: dic
     return notebook_lang(notebook) if notebook is not None else DEFAULT
 
 
+def file_lang(path: str | os.PathLike | None) -> str:
+    """The language of the notebook file at ``path`` (English when it cannot be read)."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            return notebook_lang(json.load(f))
+    except (OSError, ValueError, TypeError):
+        return DEFAULT
+
+
+def choose_for(option: str | None, path: str | os.PathLike | None) -> str:
+    """:func:`choose` for the notebook file at ``path`` (or none)."""
+    return choose(option, {"metadata": {META: {LANG_KEY: file_lang(path)}}} if path else None)
+
+
 @lru_cache(maxsize=4)
 def _session_lang(env_lang: str, session: str) -> str:
     if env_lang in LANGS:
         return env_lang
-    if session.endswith(".ipynb"):
-        try:
-            with open(session, encoding="utf-8") as f:
-                return notebook_lang(json.load(f))
-        except (OSError, ValueError):
-            pass
-    return DEFAULT
+    return file_lang(session) if session.endswith(".ipynb") else DEFAULT
 
 
 def kernel_lang() -> str:

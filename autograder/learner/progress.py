@@ -20,7 +20,7 @@ from typing import Callable
 import nbformat
 
 from .. import __version__
-from ..kernel.i18n import DEFAULT, N_, choose, say, tr
+from ..kernel.i18n import DEFAULT, N_, choose_for, say, tr
 from .cells import RELEASE_DIR, nearest_folder, notebooks, role
 from .selfcheck import CELL_TIMEOUT, CheckReport, TestResult, check_notebook
 
@@ -224,14 +224,7 @@ STATUS_MARKS = {"done": ("green", "\u2713", N_("done")), "failing": ("red", "\u2
 def course_lang(root: Path, option: str | None = None) -> str:
     """The language ``progress`` speaks: ``--lang``, ``$COPY_THAT_LANG``, else the exercises' own (the
     Chinese edition's notebooks say they are Chinese), else English."""
-    import json
-
-    found = next((path for _, path in exercise_notebooks(root) if path is not None), None)
-    try:
-        nb = json.loads(found.read_text(encoding="utf-8")) if found is not None else None
-    except (OSError, ValueError):
-        nb = None
-    return choose(option, nb)
+    return choose_for(option, next((path for _, path in exercise_notebooks(root) if path is not None), None))
 
 
 def table(rows: list[ExerciseProgress], lang: str = DEFAULT):
