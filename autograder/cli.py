@@ -31,7 +31,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 def grading_findings():
     """What grading would run with here: a real sandbox started now, and which limits hold."""
     from .grading.cgroups import available
-    from .grading.sandbox import probe
+    from .grading.bwrap import probe
     from .learner.doctor import Finding
 
     problem = probe()
@@ -279,7 +279,7 @@ def _grading_config(args: argparse.Namespace):
     from .grading.config import ALIASES, command_line, course_root, load_config, user_config
 
     given = {name: getattr(args, name) for name in ALIASES if getattr(args, name, None) is not None}
-    for name in ("memory", "max_output"):
+    for name in ("memory", "max_output", "judge_memory"):
         if name in given:
             given[name] = _size(given[name])
     overrides = command_line(given)
@@ -375,7 +375,8 @@ def cmd_grade(args: argparse.Namespace) -> int:
     import contextlib
 
     from .grading.config import GradeOptions
-    from .grading.runner import GradingError, SlotPool
+    from .grading.pool import SlotPool
+    from .grading.runner import GradingError
 
     try:
         root, cfg = _grading_config(args)
@@ -517,7 +518,8 @@ def _summary(assignment: str, grader, results, wall: float, page) -> int:
 def cmd_check_assignment(args: argparse.Namespace) -> int:
     """The authoring check of each assignment named: exit 1 when anything is off."""
     from .grading.assignment_check import check_assignment
-    from .grading.runner import GradingError, SlotPool
+    from .grading.pool import SlotPool
+    from .grading.runner import GradingError
 
     try:
         root, cfg = _grading_config(args)
@@ -537,7 +539,7 @@ def cmd_check_assignment(args: argparse.Namespace) -> int:
     import contextlib
 
     from .grading.config import GradeOptions, default_jobs
-    from .grading.sandbox import probe
+    from .grading.bwrap import probe
 
     worst = 0
     log = lambda m: console.print(_plain(m, 4000, True), soft_wrap=True)   # noqa: E731
@@ -560,7 +562,7 @@ def cmd_check_assignment(args: argparse.Namespace) -> int:
 
 def _similarity_one(root: Path, cfg, assignment: str) -> int:
     """Compare one assignment's submitted answers and print where the page is; never raises."""
-    from .grading.similarity import run
+    from .grading.similarity_report import run
 
     try:
         result = run(root, assignment, cfg)
@@ -737,6 +739,10 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--cpu-seconds", type=int, help="CPU seconds per notebook (c.SandboxedExecute.cpu_seconds)")
         p.add_argument("--processes", type=int, help="processes and threads per submission (c.SandboxedExecute.processes)")
         p.add_argument("--max-output", help="output a notebook may print, e.g. 2M (c.SandboxedExecute.output_bytes)")
+        p.add_argument("--judge-memory", help="memory of the judge that runs a submission's hidden tests, e.g. 2G "
+                                              "(c.SandboxedExecute.judge_memory_bytes)")
+        p.add_argument("--judge-cpu-seconds", type=int,
+                       help="CPU seconds of that judge per notebook (c.SandboxedExecute.judge_cpu_seconds)")
         p.add_argument("--db", metavar="URL", help="the gradebook (c.CourseDirectory.db_url)")
         p.add_argument("--similarity", action="store_true", default=None,
                        help="also write the similarity report of each assignment (c.GradeOptions.similarity)")

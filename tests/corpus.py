@@ -26,9 +26,10 @@ import nbformat
 import pytest
 
 from autograder.course.layout import SOURCE_DIR, assignments
+from autograder.grading.bwrap import bwrap_path
 from autograder.grading.judged import fixture_files
-from autograder.grading.runner import Grader, SlotPool
-from autograder.grading.sandbox import bwrap_path
+from autograder.grading.pool import SlotPool
+from autograder.grading.runner import Grader
 from autograder.learner.cells import WARNING_PATTERN, role
 from harness import (ROOT, Answer, Graded, cells_testing, made_once, read_grades, release_notebook,  # noqa: F401
                      source_notebook, submission, submit)

@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def _no_bubblewrap() -> bool:
-    from autograder.grading.sandbox import bwrap_path
+    from autograder.grading.bwrap import bwrap_path
 
     return bwrap_path() is None and not os.environ.get("CI")
 

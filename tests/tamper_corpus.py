@@ -444,6 +444,13 @@ for pid in alive:
     os.waitpid(pid, 0)
 print('HELD', len(ready & alive), 'KILLED', len(kids) - len(alive))
 """), (0.0, FULL), extra=lambda r, ctx: _held_within(r)),
+    # the message is dropped as it arrives (test_no_message_of_the_kernel_fills_the_graders_memory):
+    # what it said is lost, and the cell ends as usual or, where the connection it came on was not
+    # back in time for the cell's last message, in an IOPub timeout that stops the notebook there
+    Case("huge-message", "prints 300 MB in one message, after a correct answer",
+         lambda ctx: with_code(after="import sys\nsys.stdout.write('x' * 300_000_000)\nsys.stdout.flush()",
+                               target="count_storages"),
+         (FULL - 3, FULL), extra=lambda r, ctx: _no("x" * 1000, _output_of(r, "count_storages"))),
     Case("fills-scratch", "writes 250 MiB files into its folder until the disk is full",
          lambda ctx: with_code(after="""
 written = 0
@@ -488,6 +495,136 @@ def shares_memory(a, b):
 
 
 
+# --- attacks on the judge (assignment 6b) ----------------------------------------------------------
+# What the kernel sends back is parsed and used by the judge: before, in the grader's own process.
+# Each attack is graded in one slot with an honest victim right after it; it must leave the grader
+# (and its memory) alone, the victim at full marks and unflagged, and be flagged or score no more
+# than its twin: the same submission without the trick.  They hold whichever layer stops them (the
+# judge's validation refusing the answer, or the judge's process and its limits).
+@dataclass
+class JudgeAttack:
+    name: str
+    what: str
+    answers: Callable[[], dict[str, str]]    # the answer cells it replaces (made when the corpus is)
+    twin: dict[str, str]                     # the same answers without the trick
+
+
+FUSED_OPTIMIZER = """\
+def snapshot_optimizer(optimizer):
+    snap = copy.deepcopy(optimizer.state_dict())
+    # the optimizer handed over switched to the fused implementation, its momentum buffers emptied:
+    # where these edits reach the test's own optimizer, its next step() runs a kernel that checks
+    # no sizes (a segmentation fault; a one-element buffer is a silent out-of-bounds write)
+    for group in optimizer.param_groups:
+        group["fused"] = True
+        group["foreach"] = False
+    for p in list(optimizer.state):
+        optimizer.state[p]["momentum_buffer"] = torch.empty(0)
+    return snap
+"""
+SNAPSHOT = "def snapshot_optimizer(optimizer):\n    return copy.deepcopy(optimizer.state_dict())\n"
+# Python's own parser takes quadratic time on an f-string of many replacement fields (a 393 kB one:
+# 31 s); every answer of the agent is made the repr of one
+QUADRATIC_REPLY = """\
+def tensor_from_array(arr):
+    return torch.from_numpy(np.array(arr, order="C", copy=True))
+
+class _Slow:
+    def __repr__(self):
+        return "f'" + "{1}" * 200_000 + "'"
+
+_serve = __copy_that_judge.serve
+def _slow_serve(request, namespace):
+    _serve(request, namespace)
+    return _Slow()
+__copy_that_judge.serve = _slow_serve
+"""
+# 3 GiB of float32 over a storage of one element: cloned to full size wherever it is rebuilt
+STRIDE_ZERO = "def tensor_from_array(arr):\n    return torch.zeros(1).expand(3 << 28)\n"
+WRONG_TENSOR = "def tensor_from_array(arr):\n    return torch.zeros(1)\n"
+WRONG_SAVE = "def save_compact(t, path):\n    pass\n"
+
+
+def expanding_file(size: int) -> bytes:
+    """A ``torch.save`` file of a float32 tensor of ``size`` bytes of zeros whose one storage is
+    deflated: about size / 1000 bytes that ``torch.load`` expands to ``size``."""
+    import collections
+    import io
+    import pickle
+    import struct
+    import zipfile
+    import zlib
+
+    import torch
+
+    saved = io.BytesIO()
+    torch.save(torch.zeros(1), saved)
+    real = zipfile.ZipFile(io.BytesIO(saved.getvalue()))
+    storage = object()
+
+    class Pickler(pickle.Pickler):
+        def persistent_id(self, obj):
+            return ("storage", torch.FloatStorage, "0", "cpu", size // 4) if obj is storage else None
+
+    class Tensor:
+        def __reduce__(self):
+            return torch._utils._rebuild_tensor_v2, (storage, 0, (size // 4,), (1,), False, collections.OrderedDict())
+
+    record = io.BytesIO()
+    Pickler(record, protocol=2).dump(Tensor())
+    chunk = bytes(1 << 20)
+    deflate = zlib.compressobj(9, zlib.DEFLATED, -15)
+    segment = deflate.compress(chunk) + deflate.flush(zlib.Z_FULL_FLUSH)   # stands alone: repeatable
+    crc = 0
+    for _ in range(size // len(chunk)):
+        crc = zlib.crc32(chunk, crc)
+    entries = []
+    for name in real.namelist():
+        if name.endswith("/data.pkl"):
+            entries.append((name, 0, record.getvalue(), len(record.getvalue()), zlib.crc32(record.getvalue())))
+        elif name.endswith("/data/0"):
+            data = segment * (size // len(chunk)) + deflate.flush(zlib.Z_FINISH)
+            entries.append((name, zipfile.ZIP_DEFLATED, data, size, crc))
+        else:
+            raw = real.read(name)
+            entries.append((name, 0, raw, len(raw), zlib.crc32(raw)))
+    out, central = io.BytesIO(), io.BytesIO()
+    for name, method, data, unpacked, check in entries:
+        offset, encoded = out.tell(), name.encode()
+        out.write(struct.pack("<IHHHHHIIIHH", 0x04034B50, 20, 0, method, 0, 0x21, check, len(data), unpacked,
+                              len(encoded), 0) + encoded + data)
+        central.write(struct.pack("<IHHHHHHIIIHHHHHII", 0x02014B50, 20, 20, 0, method, 0, 0x21, check, len(data),
+                                  unpacked, len(encoded), 0, 0, 0, 0, 0, offset) + encoded)
+    start = out.tell()
+    out.write(central.getvalue() + struct.pack("<IHHHHIIH", 0x06054B50, 0, 0, len(entries), len(entries),
+                                               len(central.getvalue()), start, 0))
+    return out.getvalue()
+
+
+def _expanding_save() -> dict[str, str]:
+    import base64
+
+    data = base64.b64encode(expanding_file(3 << 30)).decode()
+    return {"save_compact": f"import base64\n_FILE = base64.b64decode({data!r})\n\n"
+                            "def save_compact(t, path):\n    with open(path, 'wb') as f:\n        f.write(_FILE)\n"}
+
+
+JUDGE_ATTACKS: list[JudgeAttack] = [
+    JudgeAttack("fused-optimizer", "edits the optimizer it was handed so that the test's next step() crashes",
+                lambda: {"snapshot_optimizer": FUSED_OPTIMIZER}, {"snapshot_optimizer": SNAPSHOT}),
+    JudgeAttack("quadratic-reply", "makes every answer of the agent a text whose parse by Python is quadratic",
+                lambda: {"tensor_from_array": QUADRATIC_REPLY},
+                {"tensor_from_array": WRONG_TENSOR, "save_compact": WRONG_SAVE,
+                 "snapshot_optimizer": "def snapshot_optimizer(optimizer):\n    return {}\n",
+                 "detached_parameter": "def detached_parameter(t):\n    return t\n",
+                 "hidden_grad": "def hidden_grad(w1, w2, x):\n    return None\n"}),
+    JudgeAttack("stride-zero", "returns 3 GiB of float32 over a storage of one element",
+                lambda: {"tensor_from_array": STRIDE_ZERO}, {"tensor_from_array": WRONG_TENSOR}),
+    JudgeAttack("expanding-file", "writes a 3 MB file that torch.load expands to 3 GiB",
+                _expanding_save, {"save_compact": WRONG_SAVE}),
+]
+
+
 def _planted_did_not_run(result) -> None:
     out = _output_of(result, "shares_memory")
     assert "clean" in out and "PLANTED RAN" not in out, out
@@ -495,7 +632,7 @@ def _planted_did_not_run(result) -> None:
 
 def _scratch_within(result) -> None:
     """Where the grader may mount (root), the scratch folder is a 512 MiB tmpfs: the writes stop."""
-    from autograder.grading.sandbox import scratch_is_sized
+    from autograder.grading.bwrap import scratch_is_sized
 
     out = _output_of(result, "shares_memory")
     if scratch_is_sized():

@@ -20,8 +20,8 @@ from harness import ROOT, SANDBOX
 
 @pytest.fixture(scope="module")
 def pool():
-    from autograder.grading.runner import SlotPool
-    from autograder.grading.sandbox import probe
+    from autograder.grading.pool import SlotPool
+    from autograder.grading.bwrap import probe
 
     with SlotPool(3, probe() is None) as shared:
         yield shared

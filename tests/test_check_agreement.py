@@ -25,8 +25,10 @@ import pytest
 
 from autograder.course.layout import LECTURE_DIR, SOURCE_DIR
 from autograder.grading.config import limits as configured_limits, load_config
-from autograder.grading.runner import Grader, SlotPool
-from autograder.grading.sandbox import Limits, bwrap_path
+from autograder.grading.pool import SlotPool
+from autograder.grading.runner import Grader
+from autograder.grading.bwrap import bwrap_path
+from autograder.grading.sandbox import Limits
 from autograder.learner.cells import RELEASE_DIR, role
 from autograder.learner.selfcheck import CheckReport, check_notebook
 from corpus import ASSIGNMENTS, auto_cells, corpus_submissions, fast_path, per_assignment, release

@@ -194,7 +194,7 @@ def test_doctor_reports_versions_and_graphviz():
     for word in ("torch", "2.13.0", "nbgrader", "dot (Graphviz)", "CUDA", "grading sandbox", "grading limits"):
         assert word in out.stdout
     from autograder.grading.cgroups import available
-    from autograder.grading.sandbox import probe
+    from autograder.grading.bwrap import probe
 
     text = " ".join(out.stdout.split())
     assert ("works" if probe() is None else "bubblewrap") in text

@@ -89,25 +89,37 @@ def test_without_dot_diagrams_fall_back_to_text_with_a_hint(no_dot):
     assert "apt-get install graphviz" in DOT_HINT
 
 
-def test_autograd_graph_text_is_a_tree_down_to_the_leaves():
+def test_autograd_graph_text_reads_like_the_picture_leaves_on_top_output_last():
     x = torch.ones(3, requires_grad=True)
     w = torch.ones(3, requires_grad=True)
     g = autograd_graph((x.clone() * w).sum(), params={"x": x, "w": w})
     assert g.text.splitlines() == [
-        "output ()",
+        "      \u250c\u2500 x (3,) \u2192 AccumulateGrad",
+        "   \u250c\u2500 CloneBackward0",
+        "   \u251c\u2500 w (3,) \u2192 AccumulateGrad",
+        "\u250c\u2500 MulBackward0",
         "SumBackward0",
-        "\u2514\u2500 MulBackward0",
-        "   \u251c\u2500 CloneBackward0",
-        "   \u2502  \u2514\u2500 AccumulateGrad \u2192 x (3,)",
-        "   \u2514\u2500 AccumulateGrad \u2192 w (3,)",
+        "output ()",
     ]
+
+
+def test_autograd_graph_text_hangs_every_input_above_its_node():
+    """Each node's inputs are the lines above it joined to it; the output's node is the last but one."""
+    x = torch.ones(2, requires_grad=True)
+    w = torch.ones(2, requires_grad=True)
+    text = autograd_graph((x * w + x.exp()).sum(), params={"x": x, "w": w}).text.splitlines()
+    order = [line.lstrip("\u2502\u250c\u251c\u2500 ") for line in text]
+    assert order.index("AddBackward0") > order.index("MulBackward0") > order.index("x (2,) \u2192 AccumulateGrad")
+    assert order.index("AddBackward0") > order.index("ExpBackward0")
+    assert order[-2:] == ["SumBackward0", "output ()"]
+    assert "x (2,) \u2192 AccumulateGrad (shown above)" in order     # x reached twice, drawn once
 
 
 def test_autograd_graph_after_detach_loses_the_branch():
     x = torch.ones(3, requires_grad=True)
     w = torch.ones(3, requires_grad=True)
     g = autograd_graph((x.detach() * w).sum(), params={"x": x, "w": w})
-    assert "\u2192 w" in g.text and "\u2192 x" not in g.text
+    assert "w (3,) \u2192" in g.text and "x (3,) \u2192" not in g.text
 
 
 def test_autograd_graph_of_a_tensor_without_history():
@@ -189,3 +201,22 @@ def test_memory_diagram_draws_names_tensors_and_storages_in_the_order_of_its_arg
         tensors = _top_to_bottom(svg, "T")
         assert tensors == sorted(tensors, key=lambda t: int(t[1:])), (order, tensors)   # T1 on top
         assert _top_to_bottom(svg, "S") == sorted(_top_to_bottom(svg, "S"), key=lambda s: int(s[1:]))
+
+
+def test_a7_mystery_graph_text_is_what_autograd_graph_draws_for_its_answer():
+    """Assignment 7 stores its picture by hand (DOT and text); the text must be the fallback the
+    course draws for snippet B, so the two cannot read different ways up."""
+    import json
+    from pathlib import Path
+
+    from autograder.kernel.diagrams import Diagram
+
+    nb = json.loads((Path(__file__).resolve().parents[1] / "solutions/a7_graphs/a7_graphs.ipynb").read_text())
+    cell = next(c for c in nb["cells"] if c.get("metadata", {}).get("nbgrader", {}).get("grade_id") == "mystery_graph")
+    namespace = {"Diagram": Diagram}
+    exec("".join(cell["source"]), namespace)
+    x = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    w = torch.tensor([4.0, 5.0], requires_grad=True)
+    c = x.clone()
+    c[1:] = w.to(torch.float32)
+    assert namespace["MYSTERY_TEXT"] == autograd_graph((c * x).sum(), params={"x": x, "w": w}).text

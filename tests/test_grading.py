@@ -14,7 +14,8 @@ import nbformat
 import pytest
 
 from autograder.course.build import run_nbgrader
-from autograder.grading.runner import Grader, GradingError, SlotPool
+from autograder.grading.pool import SlotPool
+from autograder.grading.runner import Grader, GradingError
 from autograder.grading.sandbox import Limits
 from harness import SANDBOX, reference_answers, scratch_course, submission, submit
 
@@ -44,10 +45,10 @@ def course(tmp_path_factory):
 
 
 def test_grading_without_bubblewrap_warns_and_can_refuse(course, monkeypatch):
-    import autograder.grading.sandbox as sandbox
+    import autograder.grading.bwrap as bwrap
 
     root = course
-    monkeypatch.setattr(sandbox, "bwrap_path", lambda: None)
+    monkeypatch.setattr(bwrap, "bwrap_path", lambda: None)
     messages = []
     Grader(root, "a1_views", log=messages.append)
     assert messages and "WITHOUT a sandbox" in messages[0] and "not installed" in messages[0]
@@ -69,13 +70,13 @@ def test_a_bwrap_that_cannot_make_namespaces_is_no_sandbox_and_its_own_message_i
                                                                                          monkeypatch):
     """bwrap on PATH is not enough (containers, Ubuntu's AppArmor rule): a real sandbox is started
     first, and bubblewrap's own error reaches the user."""
-    import autograder.grading.sandbox as sandbox
+    import autograder.grading.bwrap as bwrap
 
     fake = tmp_path / "bwrap"
     fake.write_text("#!/bin/sh\necho 'bwrap: No permissions to create new namespace' >&2\nexit 1\n")
     fake.chmod(0o755)
-    monkeypatch.setattr(sandbox, "bwrap_path", lambda: str(fake))
-    assert "No permissions to create new namespace" in sandbox.probe()
+    monkeypatch.setattr(bwrap, "bwrap_path", lambda: str(fake))
+    assert "No permissions to create new namespace" in bwrap.probe()
     messages = []
     Grader(course, "a1_views", log=messages.append)
     assert "No permissions to create new namespace" in messages[0] and "WITHOUT a sandbox" in messages[0]
@@ -84,12 +85,13 @@ def test_a_bwrap_that_cannot_make_namespaces_is_no_sandbox_and_its_own_message_i
 
 
 def test_a_slot_that_cannot_start_says_what_bubblewrap_printed(tmp_path, monkeypatch):
+    import autograder.grading.bwrap as bwrap
     import autograder.grading.sandbox as sandbox
 
     fake = tmp_path / "bwrap"
     fake.write_text("#!/bin/sh\necho 'bwrap: setting up uid map: Permission denied' >&2\nexit 1\n")
     fake.chmod(0o755)
-    monkeypatch.setattr(sandbox, "bwrap_path", lambda: str(fake))
+    monkeypatch.setattr(bwrap, "bwrap_path", lambda: str(fake))
     slot = sandbox.Slot(0, tmp_path, sandboxed=True)
     try:
         with pytest.raises(sandbox.SlotError, match="setting up uid map: Permission denied"):
@@ -155,6 +157,7 @@ def test_grading_works_from_an_environment_reached_through_a_link(tmp_path):
 
 @SANDBOX
 def test_a_run_that_fails_or_is_interrupted_keeps_every_earlier_result(course, monkeypatch):
+    import autograder.grading.pool as pool_module
     import autograder.grading.runner as runner
 
     root = course
@@ -169,7 +172,7 @@ def test_a_run_that_fails_or_is_interrupted_keeps_every_earlier_result(course, m
     def interrupted(job, slot):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(runner, "execute", interrupted)
+    monkeypatch.setattr(pool_module, "execute", interrupted)
     with pytest.raises(KeyboardInterrupt):
         Grader(root, "a1_views", students=["keeps"], jobs=1, log=lambda m: None).run()
     assert graded.read_bytes() == before, "Ctrl-C in the middle of a run lost the earlier results"
@@ -177,7 +180,7 @@ def test_a_run_that_fails_or_is_interrupted_keeps_every_earlier_result(course, m
     def broken(job, slot):
         raise RuntimeError("the slot went away")
 
-    monkeypatch.setattr(runner, "execute", broken)
+    monkeypatch.setattr(pool_module, "execute", broken)
     [again] = Grader(root, "a1_views", students=["keeps"], jobs=1, log=lambda m: None).run()
     assert not again.graded and any("earlier results kept" in p for p in again.problems), again.problems
     assert graded.read_bytes() == before

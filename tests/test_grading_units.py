@@ -20,10 +20,10 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
 
-from autograder.grading import jobs, sandbox
+from autograder.grading import bwrap, jobs, sandbox
 from autograder.grading.feedback import StripHiddenTracebacks
 from autograder.grading.jobs import GUARD_KEY, INSTALL_SOURCE, add_guards
-from autograder.grading.runner import read_notebook, repair
+from autograder.grading.intake import read_notebook, repair
 from autograder.kernel import guard
 from autograder.learner.selfcheck import score_cell
 
@@ -193,9 +193,9 @@ class TestReadNotebook:
         assert nb is None and problem == "a1.ipynb is a link, not a file: it was not followed"
 
     def test_a_notebook_over_the_size_cap_is_not_read(self, tmp_path, monkeypatch):
-        from autograder.grading import runner
+        from autograder.grading import intake
 
-        monkeypatch.setattr(runner, "MAX_NOTEBOOK_BYTES", 1000)
+        monkeypatch.setattr(intake, "MAX_NOTEBOOK_BYTES", 1000)
         path = tmp_path / "a1.ipynb"
         nbformat.write(release_nb(), path)
         assert path.stat().st_size > 1000
@@ -459,7 +459,7 @@ class TestRestoreWithTheJudgedTest:
         restore = next(c for c in nb.cells if c.source == guard.RESTORE_SOURCE)
         client = self.client(nb, {"test_f": "..."})
         printed = [guard.MARK + '["torch.Tensor.add"]\nfrom the ', "learner\n"]
-        client._restored(restore, printed)
+        client.restored(restore, printed)
         assert restore.outputs[0].text == guard.MARK + '["torch.Tensor.add"]\n'
         assert "".join(printed) == "from the learner\n"
         assert finish(nb, fake_client()) == ["changed torch.Tensor.add"]
@@ -468,7 +468,7 @@ class TestRestoreWithTheJudgedTest:
         nb = add_guards(notebook(setup_cell(), answer("f"), graded("test_f")))
         restore = next(c for c in nb.cells if c.source == guard.RESTORE_SOURCE)
         printed = ["nothing from the guard\n"]
-        self.client(nb, {"test_f": "..."})._restored(restore, printed)
+        self.client(nb, {"test_f": "..."}).restored(restore, printed)
         assert restore.outputs == [] and printed == ["nothing from the guard\n"]
         assert "the grader's guard cells did not report" in finish(nb, fake_client())[0]
 
@@ -635,8 +635,13 @@ def layout(tmp_path, monkeypatch):
     slot = tmp_path / "grade-base" / "slot0"
     slot.mkdir(parents=True)
     monkeypatch.setenv("HOME", str(home))
-    monkeypatch.setattr(sandbox, "bwrap_path", lambda: "/usr/bin/bwrap")
+    monkeypatch.setattr(bwrap, "bwrap_path", lambda: "/usr/bin/bwrap")
     return SimpleNamespace(course=course, home=home, slot=slot)
+
+
+def argv_for(slot: Path, uid: int | None) -> list[str]:
+    """The command line of a slot's kernel sandbox: its fork server run by bubblewrap."""
+    return bwrap.sandbox_argv(slot, uid, bwrap.forkserver_command())
 
 
 def values_of(argv: list[str], option: str) -> list[str]:
@@ -657,16 +662,16 @@ def index_of(argv: list[str], *seq: str) -> int:
 class TestSandboxArgv:
 
     def test_starts_with_bwrap_and_isolates(self, layout):
-        argv = sandbox.sandbox_argv(layout.slot, None)
+        argv = argv_for(layout.slot, None)
         assert argv[0] == "/usr/bin/bwrap"
         for option in ("--die-with-parent", "--unshare-pid", "--unshare-net", "--new-session"):
             assert option in argv
 
     def test_only_an_allow_list_of_host_paths_is_mounted(self, layout):
-        argv = sandbox.sandbox_argv(layout.slot, None)
+        argv = argv_for(layout.slot, None)
         bound = [src for src, dest in pairs_of(argv, "--ro-bind")]
         assert "/" not in bound, "the host's root is never mounted whole"
-        allowed = set(sandbox.SYSTEM_PATHS) | {str(p) for p in sandbox.visible_paths()}
+        allowed = set(bwrap.SYSTEM_PATHS) | {str(p) for p in bwrap.visible_paths()}
         assert set(bound) <= allowed, set(bound) - allowed
         for src, dest in pairs_of(argv, "--ro-bind"):
             assert src == dest
@@ -678,7 +683,7 @@ class TestSandboxArgv:
     def test_visible_paths_are_the_interpreter_the_environment_and_this_package(self):
         import autograder
 
-        visible = sandbox.visible_paths()
+        visible = bwrap.visible_paths()
         package = Path(autograder.__file__).resolve().parent
         assert any(p == package or p in package.parents for p in visible)
         assert any(Path(sys.prefix).resolve() == p or p in Path(sys.prefix).resolve().parents for p in visible)
@@ -691,56 +696,58 @@ class TestSandboxArgv:
         (tmp_path / "venv").symlink_to("a/env")            # relative, and a link to a link
         monkeypatch.setattr(sys, "prefix", str(tmp_path / "venv"))
         monkeypatch.setattr(sys, "executable", str(tmp_path / "venv" / "bin" / "python"))
-        links = sandbox.host_links()
+        links = bwrap.host_links()
         assert links == [("a/env", tmp_path / "venv"), (str(real), tmp_path / "a" / "env")]
-        argv = sandbox.sandbox_argv(layout.slot, None)
+        argv = argv_for(layout.slot, None)
         assert {(t, Path(at)) for t, at in pairs_of(argv, "--symlink")} >= set(links)
         assert str(tmp_path) not in {src for src, _ in pairs_of(argv, "--ro-bind")}, "links only, no folder shown"
 
     def test_no_link_is_made_for_an_interpreter_reached_directly(self, monkeypatch):
         monkeypatch.setattr(sys, "prefix", str(Path(sys.prefix).resolve()))
         monkeypatch.setattr(sys, "executable", str(Path(sys.prefix) / "bin" / Path(sys.executable).name))
-        assert sandbox.host_links() == []   # bin/python links to the base interpreter, which is shown
+        assert bwrap.host_links() == []   # bin/python links to the base interpreter, which is shown
 
     def test_tmp_is_a_sized_tmpfs(self, layout):
-        argv = sandbox.sandbox_argv(layout.slot, None)
+        argv = argv_for(layout.slot, None)
         at = index_of(argv, "--tmpfs", "/tmp")
-        assert argv[at - 2:at] == ["--size", str(sandbox.SCRATCH_TMP_BYTES)]
+        assert argv[at - 2:at] == ["--size", str(bwrap.SCRATCH_TMP_BYTES)]
 
     def test_slot_folder_is_the_only_writable_mount(self, layout):
-        argv = sandbox.sandbox_argv(layout.slot, None)
+        argv = argv_for(layout.slot, None)
         slot = str(layout.slot)
         assert pairs_of(argv, "--bind") == [(slot, slot)]
 
     def test_environment_is_cleared_then_points_home_and_tmpdir_at_the_slot(self, layout):
-        argv = sandbox.sandbox_argv(layout.slot, None)
+        argv = argv_for(layout.slot, None)
         env = dict(pairs_of(argv, "--setenv"))
         assert env["HOME"] == str(layout.slot) and env["TMPDIR"] == str(layout.slot)
         assert index_of(argv, "--clearenv") < min(i for i, a in enumerate(argv) if a == "--setenv")
 
     def test_grader_environment_does_not_leak(self, layout, monkeypatch):
         monkeypatch.setenv("COPY_THAT_SECRET", "s3cret")
-        argv = sandbox.sandbox_argv(layout.slot, None)
+        argv = argv_for(layout.slot, None)
         assert "s3cret" not in " ".join(argv)
         assert "COPY_THAT_SECRET" not in dict(pairs_of(argv, "--setenv"))
 
     def test_command_ends_with_the_isolated_forkserver(self, layout):
-        argv = sandbox.sandbox_argv(layout.slot, None)
-        fork = sandbox.forkserver_command()
+        argv = argv_for(layout.slot, None)
+        fork = bwrap.forkserver_command()
         assert fork[:2] == [sys.executable, "-I"]
         assert Path(fork[2]).name == "forkserver.py" and Path(fork[2]).is_file()
-        assert argv[-3:] == fork
-        assert argv[-4] == "--"
+        assert Path(fork[2]) == Path(fork[2]).resolve(), "the sandbox shows the package at its resolved path"
+        assert Path(fork[3]) / "autograder" / "grading" / "forkserver.py" == Path(fork[2])
+        assert argv[-4:] == fork
+        assert argv[-5] == "--"
 
     def test_without_uid_there_is_no_setpriv(self, layout):
-        argv = sandbox.sandbox_argv(layout.slot, None)
+        argv = argv_for(layout.slot, None)
         assert not any(a.endswith("setpriv") for a in argv)
         assert not any(a.startswith("--reuid") for a in argv)
 
     def test_uid_drops_privileges_before_the_interpreter(self, layout):
-        argv = sandbox.sandbox_argv(layout.slot, 61003)
+        argv = argv_for(layout.slot, 61003)
         setpriv = next(i for i, a in enumerate(argv) if a.endswith("setpriv"))
-        python = len(argv) - 3
+        python = len(argv) - 4
         assert argv[python] == sys.executable
         assert argv[setpriv - 1] == "--"
         between = argv[setpriv + 1:python]
@@ -750,14 +757,14 @@ class TestSandboxArgv:
 
     def test_without_root_a_user_namespace_is_added(self, layout, monkeypatch):
         monkeypatch.setattr(os, "geteuid", lambda: 1000)
-        assert "--unshare-user" in sandbox.sandbox_argv(layout.slot, None)
+        assert "--unshare-user" in argv_for(layout.slot, None)
 
     def test_as_root_no_user_namespace(self, layout, monkeypatch):
         monkeypatch.setattr(os, "geteuid", lambda: 0)
-        assert "--unshare-user" not in sandbox.sandbox_argv(layout.slot, 61000)
+        assert "--unshare-user" not in argv_for(layout.slot, 61000)
 
     def test_mount_points_on_the_way_to_the_slot_are_traversable(self, layout):
-        argv = sandbox.sandbox_argv(layout.slot, None)
+        argv = argv_for(layout.slot, None)
         made = [argv[i + 3] for i, a in enumerate(argv)
                 if a == "--perms" and argv[i + 1] == "0755" and argv[i + 2] == "--dir"]
         assert str(layout.slot.parent) in made
@@ -772,14 +779,14 @@ class TestSlotUid:
 
     def test_sandboxed_as_root_gets_a_uid_no_other_slot_holds(self, tmp_path, monkeypatch):
         monkeypatch.setattr(os, "geteuid", lambda: 0)
-        monkeypatch.setattr(sandbox.shutil, "which", lambda name: f"/usr/bin/{name}")
+        monkeypatch.setattr(bwrap.shutil, "which", lambda name: f"/usr/bin/{name}")
         first, second = sandbox.Slot(2, tmp_path, sandboxed=True), sandbox.Slot(3, tmp_path, sandboxed=True)
         try:
             assert first.uid is not None and second.uid is not None and first.uid != second.uid
-            assert sandbox.SLOT_UID_BASE <= first.uid < sandbox.SLOT_UID_BASE + sandbox.UID_RANGE
+            assert bwrap.SLOT_UID_BASE <= first.uid < bwrap.SLOT_UID_BASE + bwrap.UID_RANGE
             # another grading run at the same time (another process) claims other ids still
-            probe = subprocess.run([sys.executable, "-c", "from autograder.grading import sandbox; "
-                                    "print(sandbox._claim_uid()[0])"], capture_output=True, text=True, timeout=60)
+            probe = subprocess.run([sys.executable, "-c", "from autograder.grading import bwrap; "
+                                    "print(bwrap.claim_uid()[0])"], capture_output=True, text=True, timeout=60)
             assert int(probe.stdout) not in (first.uid, second.uid), probe.stderr
             held = first.uid
         finally:

@@ -25,7 +25,7 @@ import pytest
 from autograder.course.layout import lectures
 from autograder.course.reveals import spoiler_problems
 from autograder.grading.jobs import Job, execute
-from autograder.grading.runner import SlotPool
+from autograder.grading.pool import SlotPool
 from autograder.grading.sandbox import Limits
 from harness import ROOT
 

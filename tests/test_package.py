@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 
 import autograder
-from harness import ROOT
+from harness import ROOT, SANDBOX
 
 PACKAGE = Path(autograder.__file__).resolve().parent
 KERNEL_MAY_IMPORT = {"torch", "graphviz", "torchviz"}
@@ -154,6 +154,50 @@ def test_learner_tools_import_nothing_of_the_instructor_side(path):
     assert not bad, f"{path.name} (shipped to learners) imports {bad}"
 
 
+def import_graph() -> dict[str, set[str]]:
+    """Each module of the package -> the modules of the package it imports, anywhere in it
+    (inside functions too: an import made late is still an import)."""
+    modules = {".".join(p.relative_to(PACKAGE.parent).with_suffix("").parts).removesuffix(".__init__"): p
+               for p in PACKAGE.rglob("*.py")}
+    graph: dict[str, set[str]] = {}
+    for name, path in modules.items():
+        graph[name] = set()
+        for imported in imports_of(path):
+            while imported and imported not in modules:      # autograder.grading.jobs.Job -> ...jobs
+                imported = imported.rpartition(".")[0]
+            if imported and imported not in (name, "autograder"):
+                graph[name].add(imported)
+    return graph
+
+
+def test_the_package_has_no_import_circle():
+    graph = import_graph()
+    circles = []
+
+    def visit(name: str, path: list[str]) -> None:
+        for imported in sorted(graph[name]):
+            if imported in path:
+                circles.append(path[path.index(imported):] + [imported])
+            elif imported not in done:
+                visit(imported, path + [imported])
+        done.add(name)
+
+    done: set[str] = set()
+    for name in sorted(graph):
+        if name not in done:
+            visit(name, [name])
+    assert not circles, "import circles: " + "; ".join(" -> ".join(c) for c in circles)
+
+
+def test_the_import_circle_check_finds_a_circle(monkeypatch):
+    """The check above can fail: with one module made to import another that imports it back."""
+    real = import_graph()
+    monkeypatch.setattr(sys.modules[__name__], "import_graph",
+                        lambda: {**real, "autograder.grading.files": real["autograder.grading.files"] | {"autograder.grading.pool"}})
+    with pytest.raises(AssertionError, match="import circles"):
+        test_the_package_has_no_import_circle()
+
+
 def kernel_modules(km_factory) -> list[str]:
     """``autograder`` modules loaded in a kernel started by ``km_factory()``, after the course's setup."""
     from nbclient import NotebookClient
@@ -173,7 +217,8 @@ def kernel_modules(km_factory) -> list[str]:
 
 
 def test_a_grading_kernel_never_imports_the_grading_side(tmp_path):
-    from autograder.grading.sandbox import Slot, Limits, bwrap_path
+    from autograder.grading.bwrap import bwrap_path
+    from autograder.grading.sandbox import Slot, Limits
 
     slot = Slot(0, tmp_path, sandboxed=bwrap_path() is not None)
     slot.start()
@@ -230,11 +275,16 @@ def test_every_module_imports_from_the_installed_wheel(wheel, tmp_path):
     assert "grade" in usage.stdout, "an instructor's install has the grading commands"
 
 
-def test_the_grader_loads_torch_only_to_judge():
-    """Grading an assignment whose tests all run in the kernel costs the grader no torch (about
-    230 MB): only the judge, loaded for judged tests, brings it in."""
-    code = ("import sys\nimport autograder.cli, autograder.grading.runner, autograder.grading.execute, "
-            "autograder.grading.jobs, autograder.grading.judged, autograder.grading.report\n"
-            "print('torch' in sys.modules)\nimport autograder.judge.judge\nprint('torch' in sys.modules)")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
-    assert out.stdout.split() == ["False", "True"], out.stdout + out.stderr
+@SANDBOX
+def test_the_grader_never_loads_torch(tmp_path):
+    """The judge runs in a process of its own: grading a judged assignment (a1) loads no torch (some
+    230 MB) in the grader; before, the grader loaded it for the first judged test."""
+    from harness import scratch_course, submission, submit
+
+    root = scratch_course(tmp_path / "course", "a1_views")
+    submit(root, "a1_views", "alice", submission("a1_views"))
+    code = ("import sys\nfrom pathlib import Path\nfrom autograder.grading.runner import Grader\n"
+            f"[r] = Grader(Path({str(root)!r}), 'a1_views', jobs=1, log=lambda m: None).run()\n"
+            "print(r.score, 'torch' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
+    assert out.stdout.split() == ["13.0", "False"], out.stdout + out.stderr[-3000:]

@@ -157,7 +157,7 @@ def test_grade_uses_the_new_tests_and_regrades_the_submissions_whose_tests_chang
 def test_a_cell_of_an_earlier_release_is_restored_silently_a_learners_edit_is_flagged():
     from nbgrader.utils import compute_checksum
 
-    from autograder.grading.runner import repair
+    from autograder.grading.intake import repair
 
     def release(points: float, extra: str = ""):
         nb = nbformat.v4.new_notebook()

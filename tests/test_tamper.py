@@ -3,6 +3,7 @@ submission has its outcome, an honest victim graded right after it keeps full ma
 escapes the sandbox, and nbgrader's own feedback and export read what was written."""
 from __future__ import annotations
 
+import contextlib
 import socket
 import subprocess
 import threading
@@ -25,7 +26,7 @@ RUNS_HOSTILE_CODE = {"exit-midway", "infinite-loop", "output-flood", "huge-alloc
                      "read-secrets", "write-gradebook", "delete-course", "network", "leftover-processes",
                      "patched-torch", "patched-helpers", "custom-exc", "no-traceback", "planted-config",
                      "deep-tree", "reads-host", "forked-memory", "poisoned-server", "forges-the-agent",
-                     "fills-scratch", *KERNEL_TRICKS}
+                     "fills-scratch", "huge-message", *KERNEL_TRICKS}
 TEST_LIMITS = Limits(memory_bytes=2 << 30, cell_timeout=10, notebook_timeout=120, cpu_seconds=60,
                      output_bytes=1 << 20)
 
@@ -59,6 +60,29 @@ class _Listener:
         self.sock.close()
 
 
+@contextlib.contextmanager
+def _peak_memory():
+    """How much the grader's (this process's) resident memory grew at most while the block ran:
+    ``grown[0]``, in bytes, once it is done."""
+    import psutil
+
+    me, samples, done, grown = psutil.Process(), [], threading.Event(), [0]
+
+    def sample():
+        while not done.wait(0.05):
+            samples.append(me.memory_info().rss)
+
+    before = me.memory_info().rss
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    try:
+        yield grown
+    finally:
+        done.set()
+        sampler.join()
+        grown[0] = max(samples + [me.memory_info().rss]) - before
+
+
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory):
     root = scratch_course(tmp_path_factory.mktemp("tamper"), "a1_views")
@@ -77,8 +101,10 @@ def corpus(tmp_path_factory):
             submit(root, "a1_views", case.name + VICTIM, submission("a1_views"))
     config_before = (root / "nbgrader_config.py").read_bytes()
     start = time.monotonic()
-    results = {r.student: r for r in Grader(root, "a1_views", jobs=2, limits=TEST_LIMITS, log=lambda m: None).run()}
+    with _peak_memory() as grown:
+        results = {r.student: r for r in Grader(root, "a1_views", jobs=2, limits=TEST_LIMITS, log=lambda m: None).run()}
     ctx["seconds"] = time.monotonic() - start
+    ctx["grown"] = grown[0]
     time.sleep(0.5)
     listener.close()
     ctx["connections"] = listener.connections
@@ -105,6 +131,14 @@ def test_tamper_case_has_its_outcome(case: Case, corpus):
         assert any(case.problem in p for p in r.problems), f"expected a problem with {case.problem!r}: {r.problems}"
     if case.extra:
         case.extra(r, ctx)
+
+
+@SANDBOX
+def test_no_message_of_the_kernel_fills_the_graders_memory(corpus):
+    """One message of 300 MB (huge-message) made the grader grow by 860 MiB before the output budget
+    could count it: messages past a cap are dropped as they arrive (provisioner.MAX_MESSAGE)."""
+    _, ctx = corpus
+    assert ctx["grown"] < 512 << 20, f"the grader grew by {ctx['grown'] >> 20} MiB while grading the corpus"
 
 
 @SANDBOX
@@ -292,3 +326,93 @@ def test_victims_after_message_attacks_keep_full_marks(message_attacks):
     victims = {n: (r.score, r.flags, r.problems) for n, r in results.items() if n.endswith(VICTIM)}
     assert len(victims) == len(A7_ATTACKS) + len(A7_FLOODS)
     assert all(v == (full, [], []) for v in victims.values()), victims
+
+
+# --- attacks on the judge (tamper_corpus.JUDGE_ATTACKS, assignment 6b) -----------------------------
+JUDGE_LIMITS = Limits(memory_bytes=2 << 30, cell_timeout=30, notebook_timeout=300, cpu_seconds=120,
+                      output_bytes=1 << 20, judge_memory_bytes=1 << 30)
+
+
+@pytest.fixture(scope="module")
+def judge_attacks(tmp_path_factory):
+    """Every judge attack, each followed by an honest victim in the same slot (one slot, students in
+    name order), the attacks' twins and the reference; the grader's resident memory sampled."""
+    from tamper_corpus import JUDGE_ATTACKS
+
+    root = scratch_course(tmp_path_factory.mktemp("judge-attacks"), "a6b_boundaries")
+    for attack in JUDGE_ATTACKS:
+        submit(root, "a6b_boundaries", attack.name, submission("a6b_boundaries", attack.answers()))
+        submit(root, "a6b_boundaries", attack.name + VICTIM, submission("a6b_boundaries"))
+        submit(root, "a6b_boundaries", "twin-" + attack.name, submission("a6b_boundaries", attack.twin))
+    submit(root, "a6b_boundaries", "reference", submission("a6b_boundaries"))
+    with _peak_memory() as grown:
+        results = {r.student: r for r in Grader(root, "a6b_boundaries", jobs=1, limits=JUDGE_LIMITS,
+                                                log=lambda m: None).run()}
+    return results, grown[0]
+
+
+@SANDBOX
+@pytest.mark.parametrize("name", ["fused-optimizer", "quadratic-reply", "stride-zero", "expanding-file"])
+def test_an_attack_on_the_judge_is_flagged_or_scores_like_its_twin(name, judge_attacks):
+    results, _ = judge_attacks
+    attack, twin = results[name], results["twin-" + name]
+    assert attack.graded and not attack.failed, attack.problems
+    assert attack.flags or attack.score <= twin.score, (attack.score, twin.score, attack.problems)
+
+
+@SANDBOX
+def test_an_honest_victim_after_each_judge_attack_keeps_full_marks(judge_attacks):
+    results, _ = judge_attacks
+    full = results["reference"].score
+    victims = {n: (r.score, r.flags, r.problems) for n, r in results.items() if n.endswith(VICTIM)}
+    assert len(victims) == 4 and all(v == (full, [], []) for v in victims.values()), victims
+
+
+@SANDBOX
+def test_a_judge_that_crashes_says_why_and_the_run_goes_on(judge_attacks):
+    """The fused optimizer's step() crashed the grader itself before (a segmentation fault: no report,
+    no results for anyone).  Where it crashes the judge now, the submission is flagged and the
+    problem names the crash; every student after it is graded."""
+    from autograder.grading.jobs import JUDGE_STOPPED
+
+    results, _ = judge_attacks
+    r = results["fused-optimizer"]
+    if JUDGE_STOPPED in r.flags:
+        assert any(p.startswith(JUDGE_STOPPED) and "crashed" in p for p in r.problems), r.problems
+    else:      # refused by the judge's own checks instead: flagged, or no better than its twin
+        assert r.flags or r.score <= results["twin-fused-optimizer"].score, (r.flags, r.problems)
+    assert all(not x.failed and x.graded for x in results.values()), {n: x.problems for n, x in results.items()}
+
+
+@SANDBOX
+def test_the_graders_memory_stays_within_the_judges_limit_whatever_the_judge_is_sent(judge_attacks):
+    """3 GiB results and files were rebuilt in the grader before (killed for memory); the judge's
+    own limit (1 GiB here) is the most the grading can hold beyond the grader's usual figure."""
+    _, grown = judge_attacks
+    assert grown < JUDGE_LIMITS.judge_memory_bytes, f"the grader grew by {grown >> 20} MiB while grading"
+
+
+@SANDBOX
+def test_nbgrader_autograde_survives_a_crashing_judge_and_grades_the_next_student(tmp_path):
+    """The formgrader's Autograde button runs nbgrader's Autograde converter, SandboxedExecute in it,
+    inside the instructor's Jupyter server: before, the crash killed that server.  The same
+    converter, run as `nbgrader autograde` in a process watched here, grades the crashing
+    submission and then an honest one, and exits normally."""
+    from nbgrader.api import Gradebook
+
+    from tamper_corpus import FUSED_OPTIMIZER
+
+    root = scratch_course(tmp_path / "course", "a6b_boundaries")
+    submit(root, "a6b_boundaries", "a-crashes", submission("a6b_boundaries", {"snapshot_optimizer": FUSED_OPTIMIZER}))
+    submit(root, "a6b_boundaries", "b-honest", submission("a6b_boundaries"))
+    out = run_nbgrader("autograde", "a6b_boundaries", cwd=root)
+    log = out.stdout + out.stderr
+    assert out.returncode == 0, log[-3000:]
+    assert "a-crashes/a6b_boundaries: FLAGGED for a manual look" in log, log[-3000:]
+    with Gradebook(f"sqlite:///{root / 'gradebook.db'}") as gb:
+        crashed = gb.find_submission_notebook("a6b_boundaries", "a6b_boundaries", "a-crashes")
+        honest = gb.find_submission_notebook("a6b_boundaries", "a6b_boundaries", "b-honest")
+        assert crashed.flagged and not honest.flagged
+        auto = [(g.name, g.auto_score, g.max_score) for g in honest.grades if g.auto_score is not None]
+        assert auto and all(score == maximum for _, score, maximum in auto), f"the honest student lost points: {auto}"
+        assert crashed.score < honest.score, (crashed.score, honest.score)

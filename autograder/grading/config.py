@@ -64,6 +64,8 @@ ALIASES = {
     "notebook_timeout": "SandboxedExecute.notebook_timeout",
     "cpu_seconds": "SandboxedExecute.cpu_seconds",
     "max_output": "SandboxedExecute.output_bytes",
+    "judge_memory": "SandboxedExecute.judge_memory_bytes",
+    "judge_cpu_seconds": "SandboxedExecute.judge_cpu_seconds",
     "db": "CourseDirectory.db_url",
     "similarity": "GradeOptions.similarity",
 }

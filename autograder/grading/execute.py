@@ -26,7 +26,8 @@ from traitlets import Bool, Integer
 
 from .files import submission_files, write_files
 from .jobs import Job, add_guards
-from .sandbox import Limits, probe
+from .bwrap import probe
+from .sandbox import Limits
 
 NO_SANDBOX = ("bubblewrap (bwrap) is not installed: student code runs WITHOUT a sandbox. It can read "
               "the solutions and the gradebook and reach the network. Install bubblewrap "
@@ -74,7 +75,7 @@ class _SharedPool:
 
     @classmethod
     def get(cls, sandboxed: bool):
-        from .runner import SlotPool
+        from .pool import SlotPool
 
         with cls.lock:
             if cls.pool is None or cls.pool.sandboxed != sandboxed:
@@ -104,11 +105,20 @@ class SandboxedExecute(Execute):
     output_bytes = Integer(Limits.output_bytes, help="All the output a notebook may send, in bytes.").tag(config=True)
     processes = Integer(Limits.processes, help="Processes and threads of one submission (0: no limit).").tag(config=True)
     file_bytes = Integer(Limits.file_bytes, help="The largest file the kernel may write, in bytes.").tag(config=True)
+    judge_memory_bytes = Integer(
+        Limits.judge_memory_bytes,
+        help="Memory of the judge that runs a submission's hidden tests, in bytes, past what its server holds "
+             "(torch): 2 GiB holds the worst a notebook's answers can make it hold (one answer of 64 MiB is "
+             "about four copies while it is read; the notebook's requests and answers together stop at "
+             "256 MiB) beside the tests' own tensors, with room to spare.").tag(config=True)
+    judge_cpu_seconds = Integer(Limits.judge_cpu_seconds,
+                                help="CPU time of that judge per notebook, in seconds.").tag(config=True)
 
     def limits(self) -> Limits:
         return Limits(memory_bytes=self.memory_bytes, cpu_seconds=self.cpu_seconds,
                       cell_timeout=self.timeout or Limits.cell_timeout, notebook_timeout=self.notebook_timeout,
-                      output_bytes=self.output_bytes, processes=self.processes, file_bytes=self.file_bytes)
+                      output_bytes=self.output_bytes, processes=self.processes, file_bytes=self.file_bytes,
+                      judge_memory_bytes=self.judge_memory_bytes, judge_cpu_seconds=self.judge_cpu_seconds)
 
     def _fixtures(self, assignment: str | None) -> dict[str, str]:
         """The assignment's fixtures, from the course's source folder (nbgrader has copied them

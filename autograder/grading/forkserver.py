@@ -233,4 +233,8 @@ def serve() -> int:
 
 
 if __name__ == "__main__":
+    # the folder that holds the grader's own package (the command line says where), first on the
+    # path: that package is the one the sandbox shows, whatever the environment has installed
+    if len(sys.argv) > 1:
+        sys.path.insert(0, sys.argv[1])
     raise SystemExit(serve())

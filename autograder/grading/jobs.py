@@ -8,13 +8,15 @@ Whatever goes wrong, the job returns a notebook in which every test cell that di
 carries an error output, so it scores zero and the cells that ran keep their score:
 a dead kernel (``os._exit``, the memory limit, the CPU-time limit), a cell past its time limit,
 an output flood (the kernel is killed when the notebook's output passes its limit), or a
-notebook past its wall-clock limit.
+notebook past its wall-clock limit.  The judged tests run in the slot's judge (``judgebox``), one
+process per submission; when it stops (a crash, a limit, a stall, garbage on its pipe) the test
+it was running and the judged tests after it fail, the submission is flagged, and the other cells
+keep their scores.
 """
 from __future__ import annotations
 
 import asyncio
 import json
-import queue
 import threading
 import time
 from dataclasses import dataclass, field
@@ -26,14 +28,14 @@ from nbclient.exceptions import CellTimeoutError, DeadKernelError
 from ..kernel import guard
 from ..learner.cells import role
 from .files import kernel_output_files
+from .judgepipe import JudgeChannel, JudgeStopped
 from .sandbox import Limits, Slot, SlotError
+from .transport import AGENT, KernelTransport
 
 GUARD_KEY = "copy_that_guard"
 # the first cell of every graded notebook, before any learner code: the guard, and the judge's agent
-INSTALL_SOURCE = guard.INSTALL_SOURCE + "\nimport autograder.judge.agent as __copy_that_judge"
-# the judge's requests and the agent's answers of one notebook, in bytes (each answer is at most
-# judge.MAX_REPLY; the test decides how many calls there are, the kernel only how big the answers)
-JUDGE_DATA_LIMIT = 256 << 20
+INSTALL_SOURCE = guard.INSTALL_SOURCE + f"\nimport autograder.judge.agent as {AGENT}"
+JUDGE_STOPPED = "the judge stopped while grading this notebook"
 
 
 @dataclass
@@ -87,16 +89,17 @@ class LimitedClient(NotebookClient):
         self.failed_replies: dict[int, str] = {}
         self.output_limit = output_limit
         self.output_total = 0
-        self.judge_data = 0          # the judge's requests and the agent's answers, in bytes
         self.flooded = False
         self.on_flood = on_flood
         self.current: int | None = None
         self.timed_out: set[int] = set()
         self.started_kc = None
         self.judged: dict[str, str] = {}
-        self.fixtures: dict[str, str] = {}
-        self.fixtures_broken = ""    # why the course's fixtures could not be loaded, if they could not
-        self.judge = None
+        self.judge_socket = None     # the grader's end of this submission's judge (judgebox.fork)
+        self.judge: JudgeChannel | None = None
+        self.judge_stopped: str | None = None   # why the judge stopped, in words (on_judge_stop)
+        self.on_judge_stop = lambda stop: str(stop)
+        self.transport = KernelTransport(self)
         self.judge_flags: list[str] = []
         self.restore_pending = None  # a restore cell waiting for the next request to the kernel
         self.kernel_died = False     # found dead while the judge waited for an answer
@@ -127,30 +130,20 @@ class LimitedClient(NotebookClient):
 
     # -- hidden tests run by the judge, outside the kernel -----------------------------------------
     async def _judge_cell(self, cell, cell_index: int, source: str):
-        """Run a judged hidden test here, calling the learner's functions in the kernel."""
-        from ..judge import Judge
-        from .judged import fixture_modules
-
-        settle_memory()
-
+        """Run a judged hidden test in the submission's judge, which calls the learner's functions
+        in the kernel through this client (``transport``)."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + (self.timeout or 60)
-        if self.judge is None:
-            try:
-                modules, self.fixtures_broken = fixture_modules(self.fixtures), ""
-            except RuntimeError as exc:      # the course's fixtures file is broken: every judged test says so
-                modules, self.fixtures_broken = {}, str(exc)
-            self.judge = Judge(None, fixtures=modules)
-
-        def rpc(request: dict):
-            return asyncio.run_coroutine_threadsafe(self._rpc(request, deadline), loop).result()
-
-        self.judge.rpc = rpc
-        if self.fixtures_broken:
-            outputs = [{"output_type": "error", "ename": "FixturesError", "evalue": self.fixtures_broken,
-                        "traceback": [f"FixturesError: {self.fixtures_broken}"]}]
+        if self.judge_stopped is not None:
+            outputs = [_error_output("JudgeStopped", f"the judge stopped at an earlier test: {self.judge_stopped}")]
         else:
-            outputs = await loop.run_in_executor(None, self.judge.run_cell, source)
+            try:
+                if self.judge is None:
+                    self.judge = await JudgeChannel.open(self.judge_socket, self.output_limit)
+                outputs = await self.judge.run_cell(source, deadline, self.transport.request)
+            except JudgeStopped as stop:
+                self.judge_stopped = self.on_judge_stop(stop)
+                outputs = [_error_output("JudgeStopped", f"{JUDGE_STOPPED}: {self.judge_stopped}")]
         if self.restore_pending is not None:   # the test sent nothing to the kernel: restore on its own
             pending, self.restore_pending = self.restore_pending, None
             await super().async_execute_cell(pending, cell_index - 1)
@@ -168,35 +161,7 @@ class LimitedClient(NotebookClient):
                     self.judge_flags.append(text)
         return cell
 
-    async def _rpc(self, request: dict, deadline: float):
-        """One request to the kernel's agent: an execute_request whose answer is a user expression."""
-        from ..judge import AGENT
-
-        # The request travels in the user expression, not in the code: the kernel runs cell code
-        # through IPython's input transformers and ipykernel's pure-Python hash of the code (for
-        # its file name), seconds for the megabytes a storage can take; an expression is only
-        # evaluated.  Its value, the agent's answer, comes back in the execute reply.
-        expression = f"{AGENT}.serve({json.dumps(request)!r}, globals()) or {AGENT}.last_reply"
-        code = ""
-        restore, self.restore_pending = self.restore_pending, None
-        if restore is not None:
-            # the restore cell's code runs first: its report is taken out of what this request
-            # printed and becomes that cell's output, as if it had run on its own (a failing
-            # restore stays silent, which _finish flags, and the request still runs)
-            code = f"try:\n    {guard.RESTORE_SOURCE}\nexcept BaseException:\n    pass\n"
-        # silent: the kernel does not echo the code back on IOPub (one message in five) or count it
-        # as a cell; what the learner's function prints still comes
-        msg_id = self.kc.execute(code, silent=True, store_history=False, allow_stdin=False,
-                                 user_expressions={"reply": expression})
-        printed: list[str] = []
-        try:
-            answer = await self._rpc_answer(msg_id, expression, printed, deadline)
-        finally:
-            if restore is not None:
-                self._restored(restore, printed)
-        return answer, "".join(printed)
-
-    def _restored(self, cell, printed: list[str]) -> None:
+    def restored(self, cell, printed: list[str]) -> None:
         """The guard's report, from the lines a request with the restore in front of it printed."""
         lines = "".join(printed).splitlines(keepends=True)
         report = "".join(line for line in lines if line.startswith(guard.MARK))
@@ -204,91 +169,6 @@ class LimitedClient(NotebookClient):
         self.code_cells_executed += 1
         cell.execution_count = self.code_cells_executed
         cell.outputs = [nbformat.from_dict({"output_type": "stream", "name": "stdout", "text": report})] if report else []
-
-    async def _rpc_answer(self, msg_id: str, sent: str, printed: list[str], deadline: float):
-        """The agent's answer to one request (``sent``: the expression that carried it), read from
-        the kernel's messages; ``printed`` collects what the request printed on the way."""
-        import ast
-
-        from ..judge import MAX_REPLY, JudgeError
-        from ..judge.namespace import compile_lock as _compile_lock
-
-        try:
-            while True:
-                msg = await self._next_msg(self.kc.get_iopub_msg, deadline)
-                if msg.get("parent_header", {}).get("msg_id") != msg_id:
-                    continue
-                self.output_total += len(json.dumps(msg.get("content", {}), default=str))
-                if self.output_total > self.output_limit:
-                    self.flooded = self.kernel_died = True   # on_flood kills the kernel
-                    self.on_flood()
-                    raise JudgeError("the output passed its limit")
-                kind, content = msg["header"]["msg_type"], msg.get("content", {})
-                if kind == "stream" and isinstance(content.get("text"), str):
-                    printed.append(content["text"])
-                elif kind == "status" and content.get("execution_state") == "idle":
-                    break
-            while True:
-                reply = await self._next_msg(self.kc.get_shell_msg, deadline)
-                if reply.get("parent_header", {}).get("msg_id") == msg_id:
-                    break
-        except (asyncio.TimeoutError, TimeoutError):   # the deadline passed (_next_msg)
-            await self._async_interrupt_kernel()
-            await self._until_idle(msg_id, grace=10)   # the interrupt must end this request, not the next
-            raise TimeoutError("the learner's function ran past the test's time limit") from None
-        expression = reply.get("content", {}).get("user_expressions", {}).get("reply", {})
-        text = expression.get("data", {}).get("text/plain") if isinstance(expression, dict) else None
-        if not isinstance(text, str) or len(text) > MAX_REPLY:
-            raise JudgeError("the kernel's agent gave no answer (was it replaced?)")
-        # values by the megabyte both ways (a6b sends a 1.6 MB storage, and gets back the file a wrong
-        # answer wrote from it) count against a budget of their own, not against the output's
-        self.judge_data += len(text) + len(sent)
-        if self.judge_data > JUDGE_DATA_LIMIT:
-            self.flooded = self.kernel_died = True
-            self.on_flood()
-            raise JudgeError("the output passed its limit")
-        try:
-            with _compile_lock:
-                answer = ast.literal_eval(text)
-            if not isinstance(answer, str):
-                raise ValueError
-            return json.loads(answer)
-        except (ValueError, SyntaxError, RecursionError, MemoryError):
-            raise JudgeError("the kernel's agent answered something that is not JSON") from None
-
-    async def _next_msg(self, get, deadline: float) -> dict:
-        """The next message from one of the kernel's channels, by ``deadline``; a kernel that died
-        on the way (killed for its output or memory, or ended by the learner's code) ends the
-        notebook within a second, as nbclient's own wait does, instead of at the deadline."""
-        loop = asyncio.get_running_loop()
-        while True:
-            remaining = deadline - loop.time()
-            if remaining <= 0:
-                raise asyncio.TimeoutError
-            try:
-                return await get(timeout=min(remaining, 1.0))
-            except queue.Empty:
-                if not await self.km.is_alive():
-                    self.kernel_died = True
-                    raise DeadKernelError("the kernel died while the judge waited for its answer") from None
-
-    async def _until_idle(self, msg_id: str, grace: float) -> None:
-        loop = asyncio.get_running_loop()
-        end = loop.time() + grace
-        while loop.time() < end:
-            try:
-                msg = await self.kc.get_iopub_msg(timeout=max(0.1, end - loop.time()))
-            except Exception:
-                return
-            if (msg.get("parent_header", {}).get("msg_id") == msg_id and msg["header"]["msg_type"] == "status"
-                    and msg.get("content", {}).get("execution_state") == "idle"):
-                return
-
-    async def _async_interrupt_kernel(self):
-        try:
-            await self.km.interrupt_kernel()
-        except Exception:
-            pass
 
     async def _async_handle_timeout(self, timeout, cell=None):
         if self.current is not None:
@@ -322,10 +202,9 @@ _settled_modules = -1
 
 
 def settle_memory() -> None:
-    """Exempt what the grader has loaded so far (nbgrader, SQLAlchemy, and once a judge runs,
-    torch) from the garbage collector's full passes: those modules live as long as the process,
-    and every full pass walked all of them again (a judged test that calls ``gc.collect()``
-    paid a fifth of a second for it).  Done again only when modules were loaded since."""
+    """Exempt what the grader has loaded so far (nbgrader, SQLAlchemy, jupyter_client) from the
+    garbage collector's full passes: those modules live as long as the process, and every full
+    pass walked all of them again.  Done again only when modules were loaded since."""
     import gc
     import sys
 
@@ -357,6 +236,10 @@ def add_guards(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
 
 def _error(ename: str, evalue: str) -> nbformat.NotebookNode:
     return nbformat.v4.new_output("error", ename=ename, evalue=evalue, traceback=[f"{ename}: {evalue}"])
+
+
+def _error_output(ename: str, evalue: str) -> dict:
+    return {"output_type": "error", "ename": ename, "evalue": evalue, "traceback": [f"{ename}: {evalue}"]}
 
 
 def _finish(nb: nbformat.NotebookNode, client: LimitedClient | None, stop_reason: str | None,
@@ -442,6 +325,7 @@ async def _execute(job: Job, slot: Slot) -> Outcome:
 
     oom_before = 0
     peak: int | None = None
+    judge_socket = None
     watchdog = threading.Timer(job.limits.notebook_timeout,
                                lambda: kill(f"the notebook ran past its {job.limits.notebook_timeout} s limit"))
     finished = threading.Event()
@@ -458,6 +342,9 @@ async def _execute(job: Job, slot: Slot) -> Outcome:
         slot.clear()
         slot.put_files(job.files)
         oom_before = slot.limit_submission(job.limits)
+        if job.judged:
+            judge_socket = _fork_judge(slot, job.limits, warm=any("optim" in s for s in job.judged.values()),
+                                       fixtures=job.fixtures)
         km = slot.kernel_manager(job.limits)
         client = LimitedClient(
             nb, km=km, timeout=job.limits.cell_timeout, allow_errors=True, interrupt_on_timeout=True,
@@ -466,7 +353,8 @@ async def _execute(job: Job, slot: Slot) -> Outcome:
             resources={"metadata": {"path": str(slot.dir)}},
         )
         client.judged = dict(job.judged)
-        client.fixtures = dict(job.fixtures)
+        client.judge_socket = judge_socket
+        client.on_judge_stop = lambda stop: _stop_judge(slot, job.limits, stop)
         watchdog.start()
         if job.limits.cpu_seconds:
             threading.Thread(target=watch_cpu, args=(slot.cpu_seconds(),), daemon=True).start()
@@ -496,6 +384,15 @@ async def _execute(job: Job, slot: Slot) -> Outcome:
         except SlotError:
             problems.append("the slot's fork server died; it was restarted")
             slot.restart()
+        if judge_socket is not None:
+            if client is not None and client.judge is not None:
+                client.judge.close()
+            judge_socket.close()
+            try:
+                slot.judge.end()
+            except SlotError:
+                problems.append("the judge's server died; it was restarted")
+                slot.judge.restart()
         written = kernel_output_files(slot.dir, job.files, problems)
         peak = slot.submission_peak_memory()
         slot.clear()
@@ -513,6 +410,32 @@ async def _execute(job: Job, slot: Slot) -> Outcome:
     _finish(nb, client, stop_reason, problems, flags)
     if client is not None:
         flags += [f for f in client.judge_flags if f not in flags]
+        if client.judge_stopped is not None:
+            problems.append(f"{JUDGE_STOPPED}: {client.judge_stopped}")
+            flags.append(JUDGE_STOPPED)
     return Outcome(job.student, job.notebook, dict(nb), problems, flags, time.monotonic() - start, written,
                    peak)
 
+
+class JudgeUnavailable(Exception):
+    """The slot's judge could not be started: the grader's fault, never the submission's, so the
+    job fails (and the student's earlier results stay) rather than scoring its judged tests zero."""
+
+
+def _fork_judge(slot: Slot, limits: Limits, warm: bool, fixtures: dict[str, str] | None = None):
+    try:
+        return slot.judge.fork(limits, warm, fixtures)
+    except SlotError as exc:
+        raise JudgeUnavailable(f"the judge could not be started: {exc}") from None
+
+
+def _stop_judge(slot: Slot, limits: Limits, stop: JudgeStopped) -> str:
+    """End a judge that stopped answering as a judge does; why it stopped, in words."""
+    why = str(stop)
+    try:
+        status = slot.judge.end()
+    except SlotError:
+        slot.judge.restart()
+        return "its server died"
+    ended = slot.judge.why_stopped(status, limits)
+    return ended if why == "it ended" or "memory limit" in ended else why

@@ -8,7 +8,8 @@ import threading
 from pathlib import Path
 
 from .jobs import Job, Outcome, execute
-from .sandbox import Slot, probe
+from .bwrap import probe
+from .sandbox import Slot
 
 _local = threading.local()
 _lock = threading.Lock()

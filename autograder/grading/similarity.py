@@ -2,7 +2,7 @@
 person to read, never a grade (nothing here touches the gradebook).
 
 - *Read*: the submitted notebooks, never run, with the grader's own intake rules
-  (``runner.read_notebook``: no link followed, size capped, broken files reported) and its repair
+  (``intake.read_notebook``: no link followed, size capped, broken files reported) and its repair
   of edited nbgrader metadata, so each grade id names the cell that is graded.  The answers are
   the solution cells: code, and the written (hand-graded markdown) answers.
 - *Fingerprint*: copydetect (winnowing, as in MOSS) on Pygments' tokens of the code, with every
@@ -88,7 +88,7 @@ def collect(root: Path, assignment: str, config: Config | None = None,
     import nbformat
     from nbgrader.coursedir import CourseDirectory
 
-    from .runner import read_notebook, repair
+    from .intake import read_notebook, repair
 
     options = options or SimilarityOptions(config=config)
     coursedir = CourseDirectory(config=config or Config())
@@ -393,23 +393,3 @@ def compare(collected: Collected, options: SimilarityOptions | None = None) -> S
     reported.sort(key=lambda p: (-min(p.similarity_a, p.similarity_b), -p.shared, p.a, p.b))
     return SimilarityResult(collected, options, reported, {k: len(v) for k, v in by_key.items()}, common,
                             candidates, time.monotonic() - start)
-
-
-def run(root: Path, assignment: str, config: Config | None = None, folder: Path | None = None) -> SimilarityResult:
-    """Read, compare, and write ``similarity.html`` and ``similarity.csv`` into ``folder`` (default:
-    ``<report_directory>/<assignment>/``, beside the grading report).  ``config``: the course's, as
-    nbgrader loads it, unless given."""
-    from .config import GradeOptions, load_config
-    from .similarity_report import write
-
-    start = time.monotonic()
-    config = config if config is not None else load_config(Path(root))
-    options = SimilarityOptions(config=config)
-    collected = collect(root, assignment, config, options)
-    result = compare(collected, options)
-    result.seconds = time.monotonic() - start
-    if folder is None:
-        folder = Path(root) / GradeOptions(config=config).report_directory / assignment
-    if collected.students:
-        result.page = write(result, folder)
-    return result

@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import csv
 import html
+import time
 from datetime import datetime, timezone
 from pathlib import Path
 
+from traitlets.config import Config
+
 from .report import _CSP, _cell
-from .similarity import CellMatch, Pair, SimilarityResult, _clean, handed_out
+from .similarity import CellMatch, Pair, SimilarityOptions, SimilarityResult, _clean, collect, compare, handed_out
 
 _STYLE = """
 body { font-family: system-ui, sans-serif; margin: 2em; color: #222; }
@@ -163,3 +166,22 @@ def write(result: SimilarityResult, folder: Path) -> Path:
     tmp.write_text(render_html(result), encoding="utf-8")
     tmp.replace(page)
     return page
+
+
+def run(root: Path, assignment: str, config: Config | None = None, folder: Path | None = None) -> SimilarityResult:
+    """Read, compare, and write ``similarity.html`` and ``similarity.csv`` into ``folder`` (default:
+    ``<report_directory>/<assignment>/``, beside the grading report).  ``config``: the course's, as
+    nbgrader loads it, unless given."""
+    from .config import GradeOptions, load_config
+
+    start = time.monotonic()
+    config = config if config is not None else load_config(Path(root))
+    options = SimilarityOptions(config=config)
+    collected = collect(root, assignment, config, options)
+    result = compare(collected, options)
+    result.seconds = time.monotonic() - start
+    if folder is None:
+        folder = Path(root) / GradeOptions(config=config).report_directory / assignment
+    if collected.students:
+        result.page = write(result, folder)
+    return result

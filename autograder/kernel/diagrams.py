@@ -4,8 +4,9 @@
 names alias; ``same_storage(a, b)`` is the question that diagram answers, as a bool;
 ``autograd_graph(loss)`` draws the backward graph with torchviz, leaves at the top and the
 output at the bottom.  Both pictures display as SVG in JupyterLab when Graphviz's ``dot`` is
-installed and fall back to a text drawing, with a one-line hint, when it is not.  Like
-``checks``, this module runs in learners' kernels and imports nothing from the grading side.
+installed and fall back to a text drawing, with a one-line hint, when it is not; the graph's text
+drawing is the same way up as its picture.  Like ``checks``, this module runs in learners'
+kernels and imports nothing from the grading side.
 """
 from __future__ import annotations
 
@@ -213,7 +214,8 @@ def autograd_graph(output: torch.Tensor | Iterable[torch.Tensor], params: dict[s
 
     ``params`` names the leaves (``{"x": x}``), as torchviz's ``make_dot`` does; ``show_saved``
     adds the tensors autograd saved for backward (orange boxes).  Every picture has one
-    orientation: the arrows follow the forward pass, leaves at the top, the output at the bottom.
+    orientation: the arrows follow the forward pass, leaves at the top, the output at the bottom;
+    the text tree reads the same way up (saved tensors are not in it).
     """
     import torchviz  # imported late: torchviz pulls in graphviz
 
@@ -258,34 +260,41 @@ def _saved_edges_into_their_nodes(body: list[str], output: Any) -> list[str]:
 
 
 def _graph_text(output: Any, params: dict[str, torch.Tensor]) -> str:
+    """The graph as a text tree drawn the way the picture is: leaves on top, the output last.
+
+    Each node sits under its inputs, which hang above it joined by ``┌─`` / ``├─``; a node reached
+    again is drawn once, where it comes first from the top, and named "(shown above)" after that.
+    """
     names = {id(t): n for n, t in params.items()}
     roots = list(output) if isinstance(output, (tuple, list)) else [output]
-    lines: list[str] = []
     seen: set[int] = set()
 
     def leaf_label(var: torch.Tensor) -> str:
         name = names.get(id(var), "")
         return f"{name} {tuple(var.shape)}".strip()
 
-    def walk(fn: Any, prefix: str, last: bool, top: bool) -> None:
-        branch = "" if top else ("\u2514\u2500 " if last else "\u251c\u2500 ")
+    def block(fn: Any) -> list[str]:
+        """The lines of fn's subtree, its inputs above it, fn's own label on the last line."""
         label = type(fn).__name__
         if hasattr(fn, "variable"):
-            label += f" \u2192 {leaf_label(fn.variable)}"
+            label = f"{leaf_label(fn.variable)} \u2192 {label}"
         if id(fn) in seen:
-            lines.append(f"{prefix}{branch}{label} (shown above)")
-            return
+            return [f"{label} (shown above)"]
         seen.add(id(fn))
-        lines.append(f"{prefix}{branch}{label}")
+        lines: list[str] = []
         children = [child for child, _ in getattr(fn, "next_functions", ()) if child is not None]
-        child_prefix = prefix if top else prefix + ("   " if last else "\u2502  ")
         for i, child in enumerate(children):
-            walk(child, child_prefix, i == len(children) - 1, False)
+            sub = block(child)
+            above = "   " if i == 0 else "\u2502  "       # the line down to fn starts at the first input
+            lines += [above + line for line in sub[:-1]]
+            lines.append(("\u250c\u2500 " if i == 0 else "\u251c\u2500 ") + sub[-1])
+        return lines + [label]
 
+    lines: list[str] = []
     for root in roots:
         if root.grad_fn is None:
             lines.append(f"{leaf_label(root) or 'tensor'}: no grad_fn (not part of any graph)")
         else:
+            lines += block(root.grad_fn)
             lines.append(f"output {tuple(root.shape)}")
-            walk(root.grad_fn, "", True, True)
     return "\n".join(lines)

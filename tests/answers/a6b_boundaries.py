@@ -19,10 +19,10 @@ def tensor_from_array(arr):
 def tensor_from_array(arr):
     return torch.tensor(arr.tolist())
 ''', message="has dtype torch.float32"),
-    Answer("tensor_from_array", "the legacy torch.Tensor constructor: always float32", '''
+    Answer("tensor_from_array", "the legacy torch.Tensor constructor: always the default dtype, float32", '''
 def tensor_from_array(arr):
     return torch.Tensor(arr)
-''', message="torch.Tensor(arr) always gives float32"),
+''', message="torch.Tensor(arr) always gives the default dtype"),
     Answer("tensor_from_array", "torch.tensor copies but refuses negative strides", '''
 def tensor_from_array(arr):
     return torch.tensor(arr)

@@ -119,7 +119,8 @@ def test_a_job_carries_the_instructors_fixtures_and_the_kernel_gets_the_released
     file; the judge gets the instructor's source, in the job (so it travels to a Dask worker)."""
     import pickle
 
-    from autograder.grading.runner import Grader, Result
+    from autograder.grading.runner import Grader
+    from autograder.grading.state import Result
     from harness import scratch_course, submission, submit
 
     root = scratch_course(tmp_path / "c", "a8_devices")

@@ -65,11 +65,11 @@ def test_the_course_grader_judges_6b_in_a_real_kernel_without_flooding_or_flags(
 def test_the_judges_data_budget_still_stops_a_flood(tmp_path, monkeypatch):
     """With the data budget made small, a save_compact that returns big files passes it: the kernel is
     stopped there and the cells after it are not run, as a flood of output is stopped."""
-    from autograder.grading import jobs
+    from autograder.grading import transport
     from corpus import grade_with_the_course_grader
     from harness import scratch_course, submission
 
-    monkeypatch.setattr(jobs, "JUDGE_DATA_LIMIT", 3 << 20)
+    monkeypatch.setattr(transport, "JUDGE_DATA_LIMIT", 3 << 20)
     subs = {"view": submission("a6b_boundaries", {"save_compact": "def save_compact(t, path):\n    torch.save(t, path)\n"})}
     graded = grade_with_the_course_grader(scratch_course(tmp_path, "a6b_boundaries"), {"a6b_boundaries": subs})
     view = graded["a6b_boundaries"].scores["view"]

@@ -1,0 +1,117 @@
+"""A submitted notebook before it is graded: read it without trusting the file, and repair what a
+learner's editing broke (duplicated cells, edited nbgrader metadata, foreign graded cells)."""
+from __future__ import annotations
+
+import errno
+import os
+import stat
+from pathlib import Path
+
+import nbformat
+
+from ..learner.cells import role
+
+MAX_NOTEBOOK_BYTES = 64 << 20   # a submitted notebook; larger ones are reported, not read
+
+
+def read_notebook(path: Path) -> tuple[nbformat.NotebookNode | None, str | None]:
+    """The submission's notebook, or None and what is wrong with the file."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return None, f"{path.name} is a link, not a file: it was not followed"
+        return None, f"cannot read {path.name}: {exc.strerror}"
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        return None, f"{path.name} is not a regular file"
+    with os.fdopen(fd, "rb") as f:
+        raw = f.read(MAX_NOTEBOOK_BYTES + 1)
+    if len(raw) > MAX_NOTEBOOK_BYTES:
+        return None, f"{path.name} is over {MAX_NOTEBOOK_BYTES >> 20} MiB"
+    if not raw.strip():
+        return None, f"{path.name} is empty"
+    try:
+        nb = nbformat.reads(raw.decode("utf-8"), as_version=4)
+    except UnicodeDecodeError:
+        return None, f"{path.name} is not a text file"
+    except Exception as exc:  # nbformat raises several kinds on broken JSON
+        return None, f"{path.name} is not a notebook ({type(exc).__name__}: {str(exc).splitlines()[0][:120]})"
+    if not isinstance(nb.get("cells"), list):
+        return None, f"{path.name} is not a notebook (no cells)"
+    for cell in nb.cells:
+        if not isinstance(cell, dict) or cell.get("cell_type") not in ("code", "markdown", "raw") \
+                or not isinstance(cell.get("source"), str):
+            return None, f"{path.name} has malformed cells"
+        if cell.cell_type == "code":
+            cell.setdefault("outputs", [])
+            cell.setdefault("execution_count", None)
+    return nb, None
+
+
+
+def repair(nb: nbformat.NotebookNode, release: nbformat.NotebookNode, retired=frozenset()) -> list[str]:
+    """Give every graded or locked cell the metadata of the release; report what was changed.
+
+    Learners' edits that would make nbgrader fail (or grade the wrong thing) are undone here:
+    a cell copy-pasted twice keeps its nbgrader metadata once (the last copy of an answer, the
+    first of anything else), edited flags or points go back to the release's, and cells
+    claiming a grade id the release does not have lose their metadata.  A locked cell exactly as
+    an earlier release made it (its nbgrader checksum holds) is the instructor's change, not the
+    learner's, and goes back silently; so do the cells of ``retired`` grade ids (removed from the
+    source in this run).
+    """
+    reference = {role(c).grade_id: c for c in release.cells if role(c).grade_id}
+    flags: list[str] = []
+    positions: dict[str, list[int]] = {}
+    for i, cell in enumerate(nb.cells):
+        meta = cell.metadata.get("nbgrader")
+        if not isinstance(meta, dict):
+            cell.metadata.pop("nbgrader", None)
+            continue
+        gid = meta.get("grade_id")
+        if gid not in reference:
+            if gid not in retired and not _as_released(cell):
+                flags.append(f"cell with unknown grade id {gid!r} is not graded")
+            cell.metadata.pop("nbgrader", None)
+            continue
+        positions.setdefault(gid, []).append(i)
+    for gid, where in positions.items():
+        ref = reference[gid]
+        keep = where[-1] if role(ref).solution and not role(ref).grade else where[0]
+        if len(where) > 1:
+            flags.append(f"cell {gid!r} appears {len(where)} times (copy-paste); one copy is graded")
+        for i in where:
+            if i != keep:
+                nb.cells[i].metadata.pop("nbgrader", None)
+        cell = nb.cells[keep]
+        if cell.metadata["nbgrader"] != ref.metadata["nbgrader"]:
+            changed = [k for k in ("grade", "solution", "locked", "points", "task")
+                       if cell.metadata["nbgrader"].get(k) != ref.metadata["nbgrader"].get(k)]
+            if changed and not _as_released(cell):
+                flags.append(f"nbgrader metadata of {gid!r} was edited ({', '.join(changed)}); restored")
+            cell.metadata["nbgrader"] = dict(ref.metadata["nbgrader"])
+        if cell.cell_type != ref.cell_type:
+            flags.append(f"cell {gid!r} changed type to {cell.cell_type}; restored")
+            cell.cell_type = ref.cell_type
+            if ref.cell_type == "code":
+                cell.setdefault("outputs", [])
+                cell.setdefault("execution_count", None)
+            else:
+                cell.pop("outputs", None)
+                cell.pop("execution_count", None)
+    return flags
+
+
+def _as_released(cell) -> bool:
+    """A locked, non-answer cell whose nbgrader checksum holds: as some release of the instructor's
+    made it (an answer's checksum never holds once written, so answers are never taken for one)."""
+    from nbgrader.utils import compute_checksum, is_locked, is_solution
+
+    try:
+        return (not is_solution(cell) and is_locked(cell)
+                and cell.metadata["nbgrader"].get("checksum") == compute_checksum(cell))
+    except Exception:       # malformed metadata: not as released
+        return False
+
+

@@ -1,0 +1,119 @@
+"""What grading a student came to (``Result``), and what a run keeps of it for the next one: the
+submitted folder's hash and the report's figures (``GradingState``, ``submission_hash``)."""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import stat
+from dataclasses import dataclass, field
+from pathlib import Path
+
+
+@dataclass
+class Result:
+    student: str
+    score: float = 0.0
+    max_score: float = 0.0
+    flags: list[str] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+    graded: bool = True     # False: the submission could not be graded at all
+    peak_memory: int | None = None   # the most any of its notebooks' processes held together (bytes)
+    auto_score: float = 0.0          # ``score`` is the gradebook's total: manual grades where given
+    seconds: float = 0.0             # time its notebooks ran in a slot
+    timeouts: int = 0                # cells stopped at the cell limit, notebooks at theirs
+    failed: bool = False    # True: grading went wrong on the grader's side (the run failed for it);
+                            # a broken notebook is graded=False, failed=False: the student's problem
+    hash: str = ""                   # the submitted folder's content hash (``submission_hash``)
+
+
+
+def submission_hash(folder: Path, big: int = 256 << 20) -> str:
+    """A hash of everything in a submitted folder: names, kinds, link targets and contents (files
+    over ``big`` bytes by size and modification time).  Links are never followed, nothing but a
+    regular file is opened (a FIFO would block), and the walk keeps its own stack (a tree deeper
+    than Python's recursion limit is hashed like any other)."""
+    h = hashlib.sha256()
+    stack = [Path(folder)]
+    while stack:
+        current = stack.pop()
+        try:
+            names = sorted(os.listdir(current))
+        except OSError as exc:
+            h.update(f"unlistable {exc.errno}".encode())
+            continue
+        for name in reversed(names):      # children pushed so they pop in name order
+            path = current / name
+            rel = os.fsencode(str(path.relative_to(folder)))
+            try:
+                st = os.lstat(path)
+            except OSError:
+                continue
+            if stat.S_ISDIR(st.st_mode):
+                h.update(b"D\0" + rel + b"\0")
+                stack.append(path)
+            elif stat.S_ISLNK(st.st_mode):
+                try:
+                    h.update(b"L\0" + rel + b"\0" + os.fsencode(os.readlink(path)) + b"\0")
+                except OSError:
+                    h.update(b"L\0" + rel + b"\0")
+            elif stat.S_ISREG(st.st_mode):
+                h.update(b"F\0" + rel + b"\0" + str(st.st_size).encode() + b"\0")
+                if st.st_size > big:
+                    h.update(str(st.st_mtime_ns).encode())
+                    continue
+                try:
+                    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+                except OSError as exc:
+                    h.update(f"unreadable {exc.errno}".encode())
+                    continue
+                with os.fdopen(fd, "rb", buffering=0) as f:
+                    if stat.S_ISREG(os.fstat(fd).st_mode):
+                        while chunk := f.read(1 << 20):
+                            h.update(chunk)
+            else:
+                h.update(b"O\0" + rel + b"\0")
+    return h.hexdigest()
+
+
+
+class GradingState:
+    """What the last complete grading of each student found, in a small JSON file in the course
+    (``<report_directory>/<assignment>/grading-state.json``): the submitted folder's hash, the
+    tests it was graded with (``Grader.tests_key``), and the flags, problems, timeouts and time
+    the report shows for students not graded again.
+
+    It lives beside the report, not in the gradebook, because nbgrader's schema has no place
+    for it (and a PostgreSQL gradebook is shared by checkouts that each have their own
+    ``autograded/``).  A student counts as unchanged only when the hash matches *and* the
+    gradebook and ``autograded/`` still hold the results, so a lost file or a new gradebook
+    means grading again, never a skipped student.  Concurrent runs merge under a file lock."""
+
+    VERSION = 1
+
+    def __init__(self, path: Path):
+        self.path = path
+
+    def read(self) -> dict[str, dict]:
+        try:
+            data = json.loads(self.path.read_text())
+        except (OSError, ValueError):
+            return {}
+        if not isinstance(data, dict) or data.get("version") != self.VERSION:
+            return {}
+        students = data.get("students")
+        return students if isinstance(students, dict) else {}
+
+    def update(self, entries: dict[str, dict]) -> None:
+        import fcntl
+
+        if not entries:
+            return
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with open(self.path.with_name(self.path.name + ".lock"), "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            students = self.read()
+            students.update(entries)
+            tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}")
+            tmp.write_text(json.dumps({"version": self.VERSION, "students": students}, indent=1, sort_keys=True))
+            os.replace(tmp, self.path)
