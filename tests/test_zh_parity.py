@@ -245,6 +245,14 @@ def test_cell_states():
     assert cell_state(code, nbformat.v4.new_code_cell("x = 1  # int64"), "lecture") == SAME
     assert code_tokens('def f():\n    """Doc."""\n    return 1  # one\n') == code_tokens('def f():\n    """文档。"""\n\n    return 1\n')
     assert code_tokens("x = 1") != code_tokens("x = 2")
+    # an older English text, stamped against the English as it is now, is still no translation
+    old = nbformat.v4.new_markdown_cell("The view shares its storage.")
+    old.metadata[META] = {HASH: english_hash(md.source)}
+    assert cell_state(md, old, "lecture") == UNTRANSLATED
+    # a cell kept identical on purpose (stamped by name) stays translated
+    same = nbformat.v4.new_markdown_cell(md.source)
+    same.metadata[META] = {HASH: english_hash(md.source)}
+    assert cell_state(md, same, "lecture") == TRANSLATED
 
 
 # --- nbgrader and the build, per edition -----------------------------------------------------------

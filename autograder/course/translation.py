@@ -154,9 +154,12 @@ def cell_state(en, zh, kind: str) -> str:
     - ``translated``: it records the hash of the English source as it is now;
     - ``stale``: it records another hash: the English changed since it was translated;
     - ``unstamped``: its text differs from the English but it records no hash yet (``zh stamp``);
-    - ``untranslated``: the English text, not yet translated.
+    - ``untranslated``: the English text, not yet translated, or a markdown cell that holds English
+      and no Chinese (an older English text is no translation, stamped or not).
     """
     recorded = (zh.get("metadata", {}).get(META) or {}).get(HASH)
+    if en.cell_type == "markdown" and zh.source != en.source and has_english_prose(zh.source):
+        return UNTRANSLATED     # English still (an older English text, say), whatever was recorded
     if recorded is not None:
         return TRANSLATED if recorded == english_hash(en.source) else STALE
     if zh.source != en.source:
