@@ -16,6 +16,10 @@ SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # configured to look in (`find-links`) is handed to it.
 UV_VERSION := 0.13.9
 FIND_LINKS ?= $(shell $(PYTHON) -m pip config get global.find-links 2>/dev/null)
+# PyPI's torch for Linux is the CUDA build, which needs gigabytes of nvidia packages; the course
+# runs on the CPU build.  With no local wheel folder, torch comes from PyTorch's CPU index (the
+# pin torch==2.13.0 takes 2.13.0+cpu there); everything else still from PyPI.
+TORCH_INDEX ?= $(if $(FIND_LINKS),,https://download.pytorch.org/whl/cpu)
 
 .PHONY: setup lab lab-instructor test conformance exercises lectures check-exercises doctor system-deps test-deps hub-test-deps bench bench-memory clean site handout
 
@@ -27,7 +31,8 @@ $(STAMP): requirements.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet uv==$(UV_VERSION)
 	$(VENV)/bin/uv pip install --quiet --python $(PY) --no-deps --compile-bytecode \
-	  $(foreach d,$(FIND_LINKS),--find-links $(d)) -r requirements.txt
+	  $(foreach d,$(FIND_LINKS),--find-links $(d)) \
+	  $(if $(TORCH_INDEX),--extra-index-url $(TORCH_INDEX) --index-strategy unsafe-best-match) -r requirements.txt
 	$(VENV)/bin/uv pip install --quiet --python $(PY) --no-deps --no-build-isolation -e .
 	@touch $@
 

@@ -74,8 +74,7 @@ def test_the_check_says_in_words_what_is_off_and_touches_nothing_of_the_course(t
         if cell.metadata.get("nbgrader", {}).get("grade_id") == "test_copy_to":   # a blank notebook passes it
             cell.source = "ck.ok('nothing checked')\n"
     # a test that hands over a value the judge cannot send: every correct answer would pay
-    layer = nbformat.v4.new_code_cell("### BEGIN HIDDEN TESTS\nlayer = nn.Conv2d(1, 2, 3)\n"
-                                      "ck.check_close(copy_to(layer.weight, 'cpu'), layer.weight, 'the weight')\n"
+    layer = nbformat.v4.new_code_cell("### BEGIN HIDDEN TESTS\nlayer = nn.LazyLinear(2)\n"
                                       "copy_to(layer, 'cpu')\n### END HIDDEN TESTS\n")
     layer.metadata["nbgrader"] = {"grade": True, "solution": False, "locked": True, "points": 1,
                                   "grade_id": "test_layer_hidden", "schema_version": 3, "task": False}
@@ -87,8 +86,8 @@ def test_the_check_says_in_words_what_is_off_and_touches_nothing_of_the_course(t
     text = " ".join(out.stdout.split())
     assert out.returncode == 1, out.stdout + out.stderr
     assert ("solutions/a8_devices/a8_devices.ipynb, cell test_layer_hidden: the test hands the learner's function "
-            "a Conv2d, and the judge cannot send it to the learner's kernel") in text
-    assert "Fix: if Conv2d is a class of the course, define it in the assignment's fixtures.py" in text
+            "a LazyLinear, and the judge cannot send it to the learner's kernel (the judge says: the judge cannot "
+            "send a LazyLinear whose parameters are not made yet (a lazy module): run it once on an input") in text
     assert "the blank release scores 1/1 in test_copy_to: the test passes without the learner's code" in text
     assert "wrong answer 'not wrong at all' (copy_to) gets full marks on test_copy_to, test_copy_to_hidden" in text
     assert ("wrong answer 'wrong, but its diagnosis is not the one promised' (copy_to) loses points, but its tests "

@@ -94,3 +94,27 @@ def test_build_refuses_a_class_in_a_hidden_test_naming_notebook_cell_class_and_f
             "learners see) and write `from fixtures import Doubler` in the test") in text
     assert "1 problem in solutions/" in text
     assert (course / RELEASE_DIR / "a2_clone" / "a2_clone.ipynb").read_bytes() == release, "build wrote anyway"
+
+
+def test_build_refuses_a_prediction_set_whose_released_half_is_stale(course):
+    path = course / SOURCE_DIR / "a2_clone" / "a2_clone.ipynb"
+    nb = nbformat.read(path, as_version=4)
+    [cell] = [c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "test_predictions"]
+    hidden = cell.source.index("### BEGIN HIDDEN TESTS")
+    assert "why=" in cell.source[hidden:]
+    # the author rewrites a diagnosis in the hidden part and forgets to run `predictions` again
+    cell.source = cell.source[:hidden] + cell.source[hidden:].replace('"M-', '"M-rewritten-', 1)
+    nbformat.write(nb, path)
+    release = (course / RELEASE_DIR / "a2_clone" / "a2_clone.ipynb").read_bytes()
+    out = subprocess.run([sys.executable, "-m", "autograder", "build", "--only", "a2_clone"], cwd=course,
+                         capture_output=True, text=True, timeout=600)
+    assert out.returncode == 1, out.stdout + out.stderr
+    text = " ".join(out.stdout.split())
+    assert ("solutions/a2_clone/a2_clone.ipynb, cell test_predictions: the release's half of this prediction set is "
+            "not the one its hidden part makes") in text
+    assert "fix: python -m autograder predictions solutions/a2_clone/a2_clone.ipynb" in text
+    assert (course / RELEASE_DIR / "a2_clone" / "a2_clone.ipynb").read_bytes() == release, "build wrote anyway"
+    # once the command has written it again, build goes through
+    subprocess.run([sys.executable, "-m", "autograder", "predictions", str(path)], cwd=course, check=True,
+                   capture_output=True, timeout=300)
+    assert check_course(course) == []

@@ -98,18 +98,35 @@ def visible_cells(assignment: str) -> set[str]:
             and not all(not line.strip() or line.lstrip().startswith("#") for line in c.source.splitlines())}
 
 
+def prediction_cells(assignment: str) -> set[str]:
+    """The prediction sets of the release (their key is in the hidden part, for the grader only)."""
+    return {role(c).grade_id for c in release(assignment).cells if role(c).is_test and "check_predictions(" in c.source}
+
+
 def rows(report: CheckReport) -> dict[str, tuple[float, float]]:
-    return {r.grade_id: (r.points, r.max_points) for r in report.results}
+    """What ``check`` scores: every row but the prediction sets it cannot judge (shown as ?)."""
+    return {r.grade_id: (r.points, r.max_points) for r in report.checked}
+
+
+def unjudged(report: CheckReport) -> set[str]:
+    """The rows ``check`` leaves to the grading: prediction sets whose key only the grader has."""
+    out = {r.grade_id for r in report.results if r.status == "not checked"}
+    for r in report.results:
+        if r.status == "not checked":
+            assert r.points == 0 and r.message.startswith("not checked here"), r
+    return out
 
 
 @pytest.mark.parametrize("assignment", per_assignment())
 def test_checks_rows_score_what_the_grader_scores_on_the_visible_tests(assignment, checked, graded):
     visible = visible_cells(assignment)
     for student, (report, _) in checked[assignment].items():
-        grader = {gid: v for gid, v in graded[assignment].scores[student].items() if gid in visible}
-        assert rows(report) == grader, (student, [r for r in report.results if
+        skipped = unjudged(report)
+        assert skipped <= prediction_cells(assignment), (student, skipped)
+        grader = {gid: v for gid, v in graded[assignment].scores[student].items() if gid in visible - skipped}
+        assert rows(report) == grader, (student, [r for r in report.checked if
                                                   (r.points, r.max_points) != grader.get(r.grade_id)])
-        for r in report.results:    # ✓ exactly where the grader gives every point
+        for r in report.checked:    # ✓ exactly where the grader gives every point
             assert r.passed == (grader[r.grade_id][0] == grader[r.grade_id][1]), (student, r)
         assert set(report.hidden) == auto_cells(assignment) - visible, student
 
@@ -184,7 +201,8 @@ def test_an_answer_that_never_returns_is_stopped_and_scored_alike_by_check_and_t
     scores = grader.scores[student]
     visible, full = reports[assignment, student]
     auto = auto_cells(assignment)
-    assert rows(visible) == {gid: v for gid, v in scores.items() if gid in visible_cells(assignment)}
+    shown_here = visible_cells(assignment) - unjudged(visible)
+    assert rows(visible) == {gid: v for gid, v in scores.items() if gid in shown_here}
     assert rows(full) == {gid: v for gid, v in scores.items() if gid in auto}
     # the grader stopped a cell at its limit, and check says so, on the row or about the answer cell
     stopped = [c for c in grader.notebooks[student].cells

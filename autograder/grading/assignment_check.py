@@ -262,8 +262,9 @@ def _refusal(printed: str) -> str | None:
                 f"see docs/authoring.md, 'What a test can hand to a learner's function'")
     what = m.group("what")
     value = f"the attribute {m.group('attr')} of a {what}" if m.group("attr") else f"a {what}"
+    said = _short(line.partition(":")[2])
     return (f"the test hands the learner's function {value}, and the judge cannot send it to the learner's "
-            f"kernel: the judge sends values by kind (tensors, containers, the torch.nn modules and optimizers it "
+            f"kernel (the judge says: {said}): the judge sends values by kind (tensors, containers, the torch.nn modules and optimizers it "
             f"knows, the course's fixtures) and {what} is not one of them, so every correct answer would lose "
             f"these points. Fix: if {what} is a class of the course, define it in the assignment's fixtures.py "
             f"(beside the notebook in the source folder) and import it from there; otherwise hand over a value of "

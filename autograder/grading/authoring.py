@@ -5,14 +5,17 @@ enough (no kernel, no torch):
 - a hidden test that asks to run in the learner's kernel (its lines would be there to read);
 - a class defined inside a judged test: it exists only in the grader, so the judge cannot hand
   an instance of it to the learner's function; it belongs in the assignment's fixtures;
-- a fixtures file whose name would hide a module the kernel imports.
+- a fixtures file whose name would hide a module the kernel imports;
+- a prediction set whose released half is stale (`predictions` not run again after an edit).
 
 The judge's rule itself (which test cells are judged) is ``judged.py``'s.
 """
 from __future__ import annotations
 
 import ast
-import importlib.util
+import importlib.machinery
+import sys
+import sysconfig
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -34,21 +37,57 @@ class Problem:
         return f"{self.where}: {self.what}\n  fix: {self.fix}"
 
 
+def installed_module(name: str) -> bool:
+    """Whether the kernel's Python has a module of that name of its own (built in, standard library
+    or installed), whatever this process has imported or put on its path."""
+    if name in sys.builtin_module_names or name == __package__.partition(".")[0]:
+        return True
+    where = sysconfig.get_paths()
+    roots = [where[k] for k in ("stdlib", "platstdlib", "purelib", "platlib")]
+    roots += [str(Path(where[k]) / "lib-dynload") for k in ("stdlib", "platstdlib")]
+    return importlib.machinery.PathFinder.find_spec(name, list(dict.fromkeys(roots))) is not None
+
+
 def check_assignment(folder: Path, shown: str) -> list[Problem]:
     """The problems of one assignment folder of the source directory; ``shown`` is how to name it."""
     problems: list[Problem] = []
     for path in notebooks(folder):
-        problems += check_notebook(nbformat.read(path, as_version=4), f"{shown}/{path.name}",
-                                   f"{shown}/fixtures.py")
+        nb = nbformat.read(path, as_version=4)
+        problems += check_notebook(nb, f"{shown}/{path.name}", f"{shown}/fixtures.py")
+        problems += stale_predictions(nb, folder.name, f"{shown}/{path.name}")
     for path in fixture_files(folder):
         name = path.stem
         if not name.isidentifier():
             problems.append(Problem(f"{shown}/{path.name}", "a fixtures file whose name is not a module name, "
                                     "so no test can import it", f"rename it, e.g. {shown}/fixtures.py"))
-        elif importlib.util.find_spec(name) is not None:
+        elif installed_module(name):
             problems.append(Problem(f"{shown}/{path.name}", f"a fixtures file named like the module {name!r}: "
                                     f"in the learner's kernel it would be imported in place of that module",
                                     f"rename it, e.g. {shown}/fixtures.py"))
+    return problems
+
+
+def stale_predictions(nb: nbformat.NotebookNode, assignment: str, shown: str) -> list[Problem]:
+    """Prediction sets whose visible half is not the one their hidden part makes (the key or a
+    diagnosis changed since `predictions` last wrote it), or whose hidden part cannot be read."""
+    from ..course.predictions import AuthoringError, rewrite
+
+    problems = []
+    for cell in nb.cells:
+        r = role(cell)
+        if cell.cell_type != "code" or not r.is_test:
+            continue
+        where = f"{shown}, cell {r.grade_id}"
+        try:
+            source, _ = rewrite(cell.source, assignment, where)
+        except (AuthoringError, SyntaxError) as exc:
+            problems.append(Problem(where, f"its prediction set cannot be read: {exc}",
+                                    "see docs/predictions.md, 'What the author writes'"))
+            continue
+        if source != cell.source:
+            problems.append(Problem(where, "the release's half of this prediction set is not the one its hidden "
+                                    "part makes (the key, the choices or a diagnosis changed since it was written)",
+                                    f"python -m autograder predictions {shown}"))
     return problems
 
 

@@ -157,7 +157,7 @@ MISCONCEPTIONS: tuple[Misconception, ...] = (
     M("M-to-always-copies", "`.to(device)` (or `.cpu()`) always returns a copy; `copy=True` leaves the graph.", L08,
       "Forcing a copy: `copy=True`"),
     M("M-cast-keeps-graph", "a cast keeps the gradient in the cast's dtype, integer casts included.", L08,
-      "Changing the dtype always copies"),
+      "Converting to another dtype always copies"),
     # the training loop
     M("M-deepcopy-drops-requires-grad", "`copy.deepcopy(model)` gives parameters that no longer require grad.", L09,
       "3. The EMA copy"),
