@@ -3,9 +3,8 @@ its terminals and kernels told Chinese): a Chinese lecture opens and runs, a Chi
 failing test shows its diagnosis in Chinese with a "read again" link that opens the Chinese lecture
 at its heading, and ``check`` in the lab's terminal prints its table and the diagnosis in Chinese.
 
-The notebooks' prose is translated by hand, notebook by notebook; this test writes a Chinese title
-and heading into its own copy, so that it shows the Chinese text it expects whatever has been
-translated so far.  Screenshots go to ``$COPY_THAT_SCREENSHOTS`` (or a temporary folder).
+The notebooks are the course's own translated ones; the test only adds, in its copy, a Chinese a1
+with one wrong answer.  Screenshots go to ``$COPY_THAT_SCREENSHOTS`` (or a temporary folder).
 """
 from __future__ import annotations
 
@@ -20,20 +19,13 @@ from browser import (PANEL, browser, open_notebook, page, require_browser, run_i
 pytestmark = pytest.mark.browser
 
 LECTURE = "01_names_views_storage.ipynb"
-TITLE = "# 01 — 名字、视图与存储"
-HEADING = "`data_ptr()` 是张量开始的位置，不是它的存储"
+HEADING = "`data_ptr()` 是张量的起始位置，不是它的存储"     # lecture 01's, as translated
 WRONG = "def shares_memory(a, b):\n    return a.data_ptr() == b.data_ptr()\n"
 EXERCISE = f"{RELEASE_DIR}/a1_views/chinese.ipynb"
 
 
-def translate_some(course) -> None:
-    """In the copy: lecture 01's title and one heading in Chinese, and a Chinese a1 with a wrong answer."""
-    path = course / "zh" / "course" / LECTURE
-    nb = nbformat.read(path, as_version=4)
-    nb.cells[0].source = TITLE + "\n" + nb.cells[0].source.split("\n", 1)[1]
-    cell = next(c for c in nb.cells if c.cell_type == "markdown" and "data_ptr()` is where a tensor starts" in c.source)
-    cell.source = f"## {HEADING}\n\n" + cell.source.split("\n", 2)[-1]
-    nbformat.write(nb, path)
+def wrong_a1(course) -> None:
+    """In the copy: a Chinese a1 with a wrong answer, the rest the reference's."""
     release = nbformat.read(course / "zh" / RELEASE_DIR / "a1_views" / "a1_views.ipynb", as_version=4)
     source = nbformat.read(course / "zh" / "solutions" / "a1_views" / "a1_views.ipynb", as_version=4)
     nbformat.write(fill_answers(release, {**solution_sources(source), "shares_memory": WRONG}),
@@ -44,7 +36,7 @@ def translate_some(course) -> None:
 def lab(tmp_path_factory):
     """The learner's lab of the Chinese edition (``make lab EDITION=zh``)."""
     require_browser()
-    yield from start_lab(tmp_path_factory.mktemp("zh-lab"), instructor=False, lang="zh", prepare=translate_some)
+    yield from start_lab(tmp_path_factory.mktemp("zh-lab"), instructor=False, lang="zh", prepare=wrong_a1)
 
 
 def test_a_chinese_lecture_opens_and_runs(page, lab, shots):
@@ -73,7 +65,7 @@ def test_a_chinese_assignment_shows_its_diagnosis_in_chinese_and_links_to_the_ch
     link = diagnosis.locator("a", has_text=HEADING.replace("`", "").replace(" ", "-"))
     link.click()
     page.locator(".lm-TabBar-tab.lm-mod-current", has_text=LECTURE).wait_for(timeout=60_000)
-    heading = page.locator(f"{PANEL} .jp-RenderedMarkdown h2", has_text="是张量开始的位置").first
+    heading = page.locator(f"{PANEL} .jp-RenderedMarkdown h3", has_text="是张量的起始位置").first
     heading.wait_for(state="visible", timeout=60_000)
     page.wait_for_timeout(1000)          # the scroll settles
     box = heading.bounding_box()

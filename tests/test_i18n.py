@@ -118,18 +118,15 @@ def test_a_kernel_speaks_the_language_of_its_notebook(monkeypatch, tmp_path):
 
 @pytest.fixture
 def zh_course(tmp_path):
-    """A course with lecture 01 in both editions, the Chinese one's heading translated, and a1's
-    Chinese release."""
+    """A course with lecture 01 in both editions and a1's Chinese release; the id of the Chinese
+    heading's cell."""
     root = tmp_path / "course"
     (root / "course").mkdir(parents=True)
     shutil.copy2(ROOT / "course" / "01_names_views_storage.ipynb", root / "course")
     shutil.copytree(ROOT / "zh" / "course", root / "zh" / "course", ignore=lambda d, n: [x for x in n if not x.startswith("01_")])
     shutil.copytree(ROOT / "zh" / "exercises" / "a1_views", root / "zh" / "exercises" / "a1_views")
-    path = root / "zh" / "course" / "01_names_views_storage.ipynb"
-    nb = nbformat.read(path, as_version=4)
-    cell = next(c for c in nb.cells if c.cell_type == "markdown" and "data_ptr()` is where a tensor starts" in c.source)
-    cell.source = "## `data_ptr()` 是张量开始的位置，不是它的存储\n\n" + cell.source.split("\n", 2)[-1]
-    nbformat.write(nb, path)
+    nb = nbformat.read(root / "zh" / "course" / "01_names_views_storage.ipynb", as_version=4)
+    cell = next(c for c in nb.cells if c.cell_type == "markdown" and "### `data_ptr()` 是张量的起始位置" in c.source)
     return root, cell.id
 
 
@@ -157,7 +154,7 @@ def test_in_a_chinese_notebook_the_kernel_shows_the_diagnosis_in_chinese_linking
     [data] = published
     html = data["text/html"]
     assert "../../course/01_names_views_storage.ipynb#cell-id=" + cell_id in html
-    assert "course/01_names_views_storage.ipynb#data_ptr()-是张量开始的位置，不是它的存储" in html
+    assert "course/01_names_views_storage.ipynb#data_ptr()-是张量的起始位置，不是它的存储" in html
     assert "误区" in html and "就是 `t` 的存储的地址" in html.replace("&#x27;", "'").replace("&#96;", "`")
     assert "shares_memory(a, a[1]) 为 False" in data["text/plain"] and "应为" in data["text/plain"]
 
