@@ -94,7 +94,8 @@ MISCONCEPTIONS: tuple[Misconception, ...] = (
     M("M-detach-input-cuts", "detaching the input (the noise) keeps gradients out of the generator.", L03,
       "6. Cutting the gradient on purpose: the GAN discriminator step"),
     # grad modes
-    M("M-no-grad-records", "under `no_grad` a result still gets a `grad_fn` and the input's `requires_grad`.",
+    M("M-no-grad-records",
+      "a result computed under `no_grad` (say `x * 2`) still gets a `grad_fn` and the input's `requires_grad`.",
       L04, "1. What `no_grad` records: nothing"),
     M("M-eval-is-no-grad", "`model.eval()` and `torch.no_grad()` are the same switch.", L04,
       "4. `no_grad` is not `model.eval()`"),
@@ -137,7 +138,7 @@ MISCONCEPTIONS: tuple[Misconception, ...] = (
       "4. `torch.save` writes storages, not what a tensor shows"),
     M("M-optimizer-state-copies", "`optimizer.state_dict()` is a snapshot of the optimizer.", L06B,
       "5. An optimizer's `state_dict()` holds its live state"),
-    M("M-parameter-copies", "`nn.Parameter(t)` copies `t` and cuts it from `t`'s graph.", L06B,
+    M("M-parameter-copies", "`nn.Parameter(t)` copies `t`'s values into memory of its own.", L06B,
       "6. `nn.Parameter(t)` wraps `t`'s memory"),
     M("M-nonleaf-grad", "`backward()` fills `.grad` of every tensor it passes, non-leaves too.", L06B,
       "`retain_grad()` and `register_hook`"),

@@ -242,6 +242,15 @@ def run_notebook(nb: nbformat.NotebookNode, folder: Path, timeout: int = CELL_TI
     finally:
         if km.has_kernel:  # nbclient leaves a kernel it did not create running
             run_sync(km.shutdown_kernel)(now=True)
+        # and the client it made, channels running: each one left holds a zmq context and three
+        # threads, which add up in a process that checks again and again (--watch)
+        kc = getattr(client, "kc", None)
+        if kc is not None:
+            kc.stop_channels()
+        for owner in (kc, km):
+            context = getattr(owner, "context", None)
+            if context is not None and not context.closed:
+                context.destroy(linger=0)
         if sockets:
             shutil.rmtree(sockets, ignore_errors=True)
     return Run(nb, client.timed_out, stopped)
