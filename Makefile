@@ -1,5 +1,6 @@
 # Copy That: two commands on a fresh machine.
 #   make lab    set everything up on first use, then open the course in JupyterLab
+#               (make lab EDITION=zh: the Chinese edition)
 #   make test   set everything up, then run every test
 # Later runs skip what is already done.
 
@@ -51,7 +52,7 @@ system-deps:
 	fi
 
 # What the test suite needs beyond the course itself: bubblewrap for the grading sandbox,
-# Chromium for the browser test, a JupyterHub for the hub guide's test.
+# Chromium (and a Chinese font) for the browser tests, a JupyterHub for the hub guide's test.
 test-deps: setup hub-test-deps
 	@if ! command -v bwrap >/dev/null 2>&1; then \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
@@ -64,6 +65,12 @@ test-deps: setup hub-test-deps
 	    echo "Installing Chromium with apt-get (for the browser test) ..."; \
 	    apt-get install -y -qq chromium >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq chromium; }; \
 	  else echo "Chromium is missing, the browser test will be skipped: $(SUDO) apt-get install chromium"; fi; \
+	fi
+	@if command -v fc-list >/dev/null 2>&1 && [ -z "$$(fc-list :lang=zh 2>/dev/null)" ]; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "Installing a Chinese font with apt-get (the Chinese edition's browser screenshots) ..."; \
+	    apt-get install -y -qq fonts-noto-cjk >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq fonts-noto-cjk; }; \
+	  else echo "No Chinese font: the Chinese edition's screenshots show boxes: $(SUDO) apt-get install fonts-noto-cjk"; fi; \
 	fi
 
 # The hub guide's end-to-end test (tests/test_hub_live.py) runs a real JupyterHub with the
@@ -88,8 +95,11 @@ $(HUB_DIR)/.installed: $(STAMP)
 # JupyterLab whose terminals run the course's commands (`copy-that check ...`); the learner's
 # lab hides nbgrader's instructor tools, the instructor's shows them (autograder/learner/lab.py).
 # It ends with one line holding the lab's address, and opens a browser where there is one.
+# `make lab EDITION=zh` opens the Chinese edition (zh/, at zh/course/00_start_here.ipynb), speaking
+# Chinese (not LANG=zh: LANG is the system's locale variable).
+EDITION ?= en
 lab: setup
-	@$(PY) -m autograder lab --root "$(CURDIR)" --port $(PORT)
+	@$(PY) -m autograder lab --root "$(CURDIR)" --port $(PORT) --lang $(EDITION)
 
 lab-instructor: setup
 	@$(PY) -m autograder lab --root "$(CURDIR)" --port $(PORT) --instructor
@@ -111,9 +121,11 @@ exercises: setup
 check-exercises: setup
 	$(PY) -m autograder build --check
 
-# Re-run the lectures and store their outputs (what readers see on GitHub and what the tests compare).
+# Re-run the lectures and store their outputs (what readers see on GitHub and what the tests compare);
+# the Chinese edition's lectures then get the same outputs (zh sync: code and outputs come from English).
 lectures: setup
 	$(VENV)/bin/jupyter nbconvert --to notebook --execute --inplace --ExecutePreprocessor.timeout=600 course/*.ipynb
+	$(PY) -m autograder zh sync
 
 # The lectures as static HTML with their outputs, for reading without installing anything.
 site: setup

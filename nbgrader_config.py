@@ -2,18 +2,25 @@
 
 Run nbgrader from this folder with no extra flags:
 ``nbgrader generate_assignment a1_views``, ``nbgrader autograde a1_views``, and so on.
+``COPY_THAT_EDITION=zh`` in the environment selects the Chinese edition (``zh/solutions`` and
+``zh/exercises``) for nbgrader and for ``python -m autograder grade`` alike, with the same gradebook.
 """
 import os
 import sys
 
 from autograder.learner.cells import WARNING_PATTERN
+from autograder.learner.editions import ZH_DIR, nbgrader_folders
 
 c = get_config()  # noqa: F821  (nbgrader provides get_config)
 
 c.CourseDirectory.course_id = "copy-that"
-# solutions/ is the instructor's source, exercises/ the learners' release.
-c.CourseDirectory.source_directory = "solutions"
-c.CourseDirectory.release_directory = "exercises"
+# solutions/ is the instructor's source, exercises/ the learners' release; with
+# COPY_THAT_EDITION=zh, zh/solutions/ and zh/exercises/ (the Chinese edition: the same cells, grade
+# ids, points and tests, so the gradebook is the same).  Any other value stops here with its error.
+c.CourseDirectory.source_directory, c.CourseDirectory.release_directory = nbgrader_folders()
+# A folder named zh inside an assignment is never copied along with it (the Chinese edition
+# lives in its own tree, never inside the English release).
+c.CourseDirectory.ignore = [".ipynb_checkpoints", "*.pyc", "__pycache__", "feedback", ZH_DIR]
 
 # A correct answer is never zeroed because a warning went to stderr: nbgrader scores any
 # stderr output as a failure, so drop stderr streams that hold a Python warning.

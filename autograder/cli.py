@@ -43,30 +43,41 @@ def grading_findings():
 
 
 def cmd_build(args: argparse.Namespace) -> int:
-    from .course.build import build, check
+    from .course.build import build, check, editions
     from .course.layout import SOURCE_DIR, find_root
     from .grading.authoring import check_course
+    from .learner.editions import folder
 
     root = find_root()
     if args.only and not (root / SOURCE_DIR / args.only).is_dir():
         print(f"no assignment {args.only!r} in {SOURCE_DIR}/")
         return 2
-    problems = check_course(root, SOURCE_DIR, args.only)
-    for problem in problems:
-        print(problem.describe())
-    if problems:
-        print(f"{_plural(len(problems), 'problem')} in {SOURCE_DIR}/: "
-              + ("exercises/ is not compared" if args.check else "exercises/ was left as it was"))
-        return 1
-    if args.check:
-        report = check(root)
-        print(report.describe())
-        return 0 if report.in_sync else 1
-    report = build(root, args.only)
-    changed = [f"  changed: {p}" for p in report.stale] + [f"  new: {p}" for p in report.missing] \
-        + [f"  removed: {p}" for p in report.extra]
-    print("regenerated exercises/ from solutions/" + (":\n" + "\n".join(changed) if changed else ": nothing changed"))
-    return 0
+    status = 0
+    for edition in editions(root):      # English, then the Chinese edition where zh/solutions/ exists
+        source, release = folder(edition, "source"), folder(edition, "release")
+        only = args.only if not args.only or (root / source / args.only).is_dir() else None
+        if args.only and only is None:
+            print(f"no assignment {args.only!r} in {source}/: {release}/ left as it was")
+            status = max(status, 1)
+            continue
+        problems = check_course(root, source, only)
+        for problem in problems:
+            print(problem.describe())
+        if problems:
+            print(f"{_plural(len(problems), 'problem')} in {source}/: "
+                  + (f"{release}/ is not compared" if args.check else f"{release}/ was left as it was"))
+            status = 1
+            continue
+        if args.check:
+            report = check(root, edition)
+            print(report.describe())
+            status = max(status, 0 if report.in_sync else 1)
+            continue
+        report = build(root, only, edition)
+        changed = [f"  changed: {p}" for p in report.stale] + [f"  new: {p}" for p in report.missing] \
+            + [f"  removed: {p}" for p in report.extra]
+        print(f"regenerated {release}/ from {source}/" + (":\n" + "\n".join(changed) if changed else ": nothing changed"))
+    return status
 
 
 def cmd_predictions(args: argparse.Namespace) -> int:
@@ -94,39 +105,56 @@ def cmd_predictions(args: argparse.Namespace) -> int:
     return status
 
 
+def _lang(args: argparse.Namespace, notebook: Path | None = None) -> str:
+    """--lang, else $COPY_THAT_LANG, else the notebook's own language (its metadata), else English."""
+    from .kernel.i18n import DEFAULT, choose_for
+
+    try:
+        return choose_for(getattr(args, "lang", None), notebook)
+    except ValueError as exc:
+        console.print(f"[yellow]{exc}[/]")
+        return DEFAULT
+
+
 def cmd_check(args: argparse.Namespace) -> int:
     from rich.markup import escape
 
+    from .kernel.i18n import say, tr
     from .learner.cells import find_notebook
     from .learner.finish import source_notebook
 
     try:
         path, note = find_notebook(args.notebook)
     except FileNotFoundError as exc:
-        console.print(f"[red]{escape(str(exc))}[/]")
+        console.print(f"[red]{escape(tr(str(exc), _lang(args)))}[/]")
         return 2
+    lang = _lang(args, path)
     if note:
-        console.print(f"[dim]{escape(note)}[/]")
+        console.print(f"[dim]{escape(tr(note, lang))}[/]")
     if args.full and source_notebook(path) is None:
-        console.print(f"[yellow]--full runs the instructor's tests from the course's solutions/, and there is none "
-                      f"here for {escape(path.name)}:[/] in a class's copy of the course, your instructor's grading "
-                      "runs the hidden tests. Without --full, check runs the visible tests.")
+        head = say(lang, "--full runs the instructor's tests from the course's solutions/, and there is none here "
+                         "for {name}:", name=escape(path.name))
+        console.print(f"[yellow]{head}[/] " + say(lang, "in a class's copy of the course, your instructor's grading runs "
+                                                        "the hidden tests. Without --full, check runs the visible tests."))
         return 2
     if getattr(args, "watch", False):
         from .learner.watch import watch_check
 
-        return watch_check(path, lambda: _check_once(path, args.timeout, args.full), console)
-    return 0 if _check_once(path, args.timeout, args.full).all_passed else 1
+        return watch_check(path, lambda: _check_once(path, args.timeout, args.full, lang), console, lang=lang)
+    return 0 if _check_once(path, args.timeout, args.full, lang).all_passed else 1
 
 
-def _check_once(path: Path, timeout: int, full: bool = False):
+def _check_once(path: Path, timeout: int, full: bool = False, lang: str = "en"):
     """Run the notebook once and print what check prints; return the CheckReport."""
+    from .kernel.i18n import say
     from .learner.selfcheck import check_notebook
     from .learner.view import print_check
 
-    with console.status(f"running {path.name}" + (" with the instructor's tests" if full else "") + " ..."):
+    doing = say(lang, "running {name} with the instructor's tests ...", name=path.name) if full else \
+        say(lang, "running {name} ...", name=path.name)
+    with console.status(doing):
         report = check_notebook(path, timeout=timeout, full=full)
-    print_check(report, console)
+    print_check(report, console, lang)
     return report
 
 
@@ -137,6 +165,7 @@ def cmd_answers(args: argparse.Namespace) -> int:
     from rich.markup import escape
     from rich.prompt import Confirm
 
+    from .kernel.i18n import say, tr
     from .learner.cells import find_notebook
     from .learner.finish import model_answers, source_notebook
     from .learner.view import print_model_answers
@@ -144,54 +173,65 @@ def cmd_answers(args: argparse.Namespace) -> int:
     try:
         path, _ = find_notebook(args.notebook)
     except FileNotFoundError as exc:
-        console.print(f"[red]{escape(str(exc))}[/]")
+        console.print(f"[red]{escape(tr(str(exc), _lang(args)))}[/]")
         return 2
+    lang = _lang(args, path)
     source = source_notebook(path)
     if source is None:
-        console.print(f"[yellow]No model answers for {escape(path.name)} here:[/] they are in the course's solutions/, "
-                      "which a class's copy does not have; your instructor shares them after grading.")
+        console.print(f"[yellow]{say(lang, 'No model answers for {name} here:', name=escape(path.name))}[/] "
+                      + say(lang, "they are in the course's solutions/, which a class's copy does not have; your "
+                                  "instructor shares them after grading."))
         return 2
     if not args.yes:
         if not sys.stdin.isatty():
-            console.print("[yellow]The model answers give the solutions away: add --yes to show them.[/]")
+            console.print(f"[yellow]{say(lang, 'The model answers give the solutions away: add --yes to show them.')}[/]")
             return 2
-        if not Confirm.ask(f"The model answers of {path.stem} give its solutions away. Show them?", console=console,
-                           default=False):
-            console.print("Not shown.")
+        if not Confirm.ask(say(lang, "The model answers of {name} give its solutions away. Show them?", name=path.stem),
+                           console=console, default=False):
+            console.print(say(lang, "Not shown."))
             return 1
-    print_model_answers(model_answers(nbformat.read(source, as_version=4)), source, console)
+    print_model_answers(model_answers(nbformat.read(source, as_version=4)), source, console, lang)
     return 0
 
 
 def cmd_lab(args: argparse.Namespace) -> int:
+    from .kernel.i18n import tr
     from .learner.lab import run_lab
     from .learner.progress import learner_root
 
+    lang = _lang(args)
     try:
         root = learner_root(args.root)
     except FileNotFoundError as exc:
-        console.print(f"[red]{exc}[/]")
+        console.print(f"[red]{tr(str(exc), lang)}[/]")
         return 2
-    return run_lab(root, instructor=args.instructor, ip=args.ip, port=args.port, open_browser=args.browser)
+    return run_lab(root, instructor=args.instructor, ip=args.ip, port=args.port, open_browser=args.browser,
+                   lang=getattr(args, "lang", None))
 
 
 def cmd_progress(args: argparse.Namespace) -> int:
-    from .learner.progress import learner_root, progress, summary, table
+    from .kernel.i18n import say, tr
+    from .learner.progress import course_lang, learner_root, progress, summary, table
 
     try:
         root = learner_root(args.root)
     except FileNotFoundError as exc:
+        console.print(f"[red]{tr(str(exc), _lang(args))}[/]")
+        return 2
+    try:
+        lang = course_lang(root, args.lang)
+    except ValueError as exc:
         console.print(f"[red]{exc}[/]")
         return 2
     seen = []
-    with console.status("checking the exercises (unchanged notebooks come from the cache) ...") as status:
+    with console.status(say(lang, "checking the exercises (unchanged notebooks come from the cache) ...")) as status:
         def done(row):
             seen.append(row)
-            status.update(f"checked {len(seen)} exercise(s), last: {row.assignment} ...")
+            status.update(say(lang, "checked {n} exercise(s), last: {name} ...", n=len(seen), name=row.assignment))
 
         rows = progress(root, use_cache=not args.no_cache, jobs=args.jobs, timeout=args.timeout, on_done=done)
-    console.print(table(rows))
-    console.print(summary(rows))
+    console.print(table(rows, lang))
+    console.print(summary(rows, lang))
     return 0
 
 
@@ -218,7 +258,10 @@ def cmd_site(args: argparse.Namespace) -> int:
     out = Path(args.out) if args.out else root / "build" / "site"
     with console.status("rendering the lectures ..."):
         written = build_site(root, out)
-    print(f"site: {len(written) - 1} lecture page(s) and an index in {out}\nopen {out / 'index.html'}")
+    pages = [p for p in written if p.name != "index.html"]
+    chinese = [p for p in pages if p.parent != out]
+    print(f"site: {len(pages) - len(chinese)} lecture page(s) and an index in {out}"
+          + (f", {len(chinese)} in Chinese in {out / 'zh'}" if chinese else "") + f"\nopen {out / 'index.html'}")
     return 0
 
 
@@ -612,6 +655,9 @@ def instructor_tools() -> bool:
 
 
 LEARNER_COMMANDS = ("doctor", "check", "answers", "lab", "progress")
+LANGS = ("en", "zh")
+LANG_HELP = ("the language to speak: en or zh (default: $COPY_THAT_LANG, else the notebook's own language; "
+             "the Chinese edition's notebooks are in Chinese)")
 
 
 def in_learner_lab() -> bool:
@@ -644,15 +690,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--watch", action="store_true", help="check again every time the notebook is saved; hints after a failure")
     p.add_argument("--full", action="store_true",
                    help="also run the hidden tests, from the course's solutions/ (a clone of the course, not a class's copy)")
+    p.add_argument("--lang", choices=LANGS, help=LANG_HELP)
     p.set_defaults(func=cmd_check)
 
     p = sub.add_parser("answers", help="show an assignment's model answers (from the course's solutions/), after asking")
     p.add_argument("notebook", nargs="?", help="the exercise notebook (default: the one notebook here)")
     p.add_argument("--yes", action="store_true", help="do not ask first")
+    p.add_argument("--lang", choices=LANGS, help=LANG_HELP)
     p.set_defaults(func=cmd_answers)
 
     p = sub.add_parser("lab", help="JupyterLab for the course: its terminals run copy-that; nbgrader's instructor tools hidden")
     p.add_argument("--root", help="the course folder (default: the nearest one holding exercises/)")
+    p.add_argument("--lang", choices=LANGS, help="zh: open the Chinese edition (zh/ of the course), its terminals and "
+                                                 "kernels speaking Chinese; en: the English one (the default)")
     p.add_argument("--ip", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     p.add_argument("--port", type=int, default=8888)
     p.add_argument("--browser", action=argparse.BooleanOptionalAction, default=None,
@@ -666,10 +716,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--jobs", type=int, default=2, help="notebooks checked side by side (default 2)")
     p.add_argument("--timeout", type=int, default=60, help="seconds per cell (default 60)")
     p.add_argument("--no-cache", action="store_true", help="re-run every notebook, even unchanged ones")
+    p.add_argument("--lang", choices=LANGS, help=LANG_HELP)
     p.set_defaults(func=cmd_progress)
 
     if instructor_tools():
-        p = instructor("build", help="regenerate exercises/ from solutions/ with nbgrader")
+        p = instructor("build", help="regenerate exercises/ from solutions/ with nbgrader (and zh/exercises/ from zh/solutions/)")
         p.add_argument("--check", action="store_true", help="only compare; exit 1 when exercises/ is stale")
         p.add_argument("--only", metavar="ASSIGNMENT", help="regenerate one assignment only")
         p.set_defaults(func=cmd_build)
@@ -750,6 +801,10 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--db", metavar="URL", help="the gradebook (c.CourseDirectory.db_url)")
         p.add_argument("--verbose", action="store_true", help="nbgrader's log in full (default: warnings and a summary)")
         p.set_defaults(func=cmd_feedback)
+
+        from .cli_zh import add_commands as add_zh_commands
+
+        add_zh_commands(sub, instructor)
 
         p = instructor("export", help="write the grades CSV (nbgrader export), or one for Canvas's import")
         p.add_argument("--format", choices=("nbgrader", "canvas"), default="nbgrader",

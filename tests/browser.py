@@ -63,8 +63,9 @@ def require_browser() -> str:
 
 def course_copy(dest: Path) -> Path:
     ignore = shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__")
-    for folder in (LECTURE_DIR, RELEASE_DIR, SOURCE_DIR):  # solutions/ for the formgrader's list
-        shutil.copytree(ROOT / folder, dest / folder, ignore=ignore)
+    for folder in (LECTURE_DIR, RELEASE_DIR, SOURCE_DIR, "zh"):  # solutions/ for the formgrader's list
+        if (ROOT / folder).is_dir():
+            shutil.copytree(ROOT / folder, dest / folder, ignore=ignore)
     shutil.copy2(ROOT / "nbgrader_config.py", dest / "nbgrader_config.py")
     # An exchange of its own, as on a hub: the formgrader then offers release and collect.
     exchange = dest.parent / "exchange"
@@ -103,12 +104,17 @@ def shots(tmp_path_factory) -> Path:
     return folder
 
 
-def start_lab(work: Path, instructor: bool):
-    """Start ``copy-that lab`` (the command behind ``make lab`` and ``make lab-instructor``) on a
-    copy of the course; yield (base URL, token, course folder)."""
-    from autograder.learner.lab import lab_command, lab_environment
+def start_lab(work: Path, instructor: bool, lang: str | None = None, prepare=None):
+    """Start ``copy-that lab`` (the command behind ``make lab`` and ``make lab-instructor``; with
+    ``lang="zh"``, ``make lab EDITION=zh``: the Chinese edition) on a copy of the course, after
+    ``prepare(course)``; yield (base URL, token, the folder served)."""
+    from autograder.kernel.i18n import LANG_ENV
+    from autograder.learner.lab import edition_folder, lab_command, lab_environment
 
     course = course_copy(work / "course-copy")
+    if prepare is not None:
+        prepare(course)
+    course = edition_folder(course, lang)
     port, token = free_port(), secrets.token_hex(16)
     env = dict(os.environ)
     env.pop("JUPYTER_CONFIG_PATH", None)
@@ -123,6 +129,8 @@ def start_lab(work: Path, instructor: bool):
     env["PATH"] = "/usr/local/bin:/usr/bin:/bin"
     env.pop("VIRTUAL_ENV", None)
     env = lab_environment(course, instructor=instructor, base=env)
+    if lang and lang != "en":
+        env[LANG_ENV] = lang
     cmd = lab_command(course, port=port, start=None) + [
         f"--IdentityProvider.token={token}", "--LabServerApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"]
     log = open(work / "jupyter.log", "w")

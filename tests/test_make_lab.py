@@ -16,13 +16,13 @@ from harness import ROOT, free_port, stop
 
 
 
-def _make_lab(tmp_path: Path, env: dict) -> tuple[subprocess.Popen, Path]:
+def _make_lab(tmp_path: Path, env: dict, *extra: str) -> tuple[subprocess.Popen, Path]:
     if not (ROOT / ".venv" / ".installed").exists():
         pytest.skip("the tests run outside `make test`: .venv/.installed is missing")
     port = free_port()
     log = tmp_path / "lab.log"
     with open(log, "w") as out:
-        proc = subprocess.Popen(["make", "--no-print-directory", "lab", f"PORT={port}"], cwd=ROOT, stdout=out,
+        proc = subprocess.Popen(["make", "--no-print-directory", "lab", f"PORT={port}", *extra], cwd=ROOT, stdout=out,
                                 stderr=subprocess.STDOUT, start_new_session=True,
                                 env=dict(env, JUPYTER_RUNTIME_DIR=str(tmp_path / "runtime")))
     return proc, log
@@ -78,6 +78,23 @@ def test_make_lab_serves_the_course_root_and_ends_with_one_line_holding_its_addr
         from autograder.learner.lab_contents import kernel_language_info
 
         assert nb["content"]["metadata"]["language_info"] == kernel_language_info()
+    finally:
+        stop(proc, group=True, grace=30)
+
+
+def test_make_lab_edition_zh_serves_the_chinese_edition_in_chinese(tmp_path):
+    proc, log = _make_lab(tmp_path, _no_browser_env(), "EDITION=zh")
+    try:
+        m = _wait_for_line(proc, log, r"Copy That 已就绪：请打开 (http://127\.0\.0\.1:\d+/\S*token=([0-9a-f]+))\n")
+        url, token = m.group(1), m.group(2)
+        assert "/lab/tree/course/00_start_here.ipynb?" in url
+        base = url.split("/lab/")[0]
+        nb = json.loads(urllib.request.urlopen(
+            f"{base}/api/contents/course/00_start_here.ipynb?token={token}", timeout=30).read())
+        assert nb["content"]["metadata"]["copy_that"] == {"lang": "zh"}, "the lab serves zh/, the Chinese edition"
+        listing = json.loads(urllib.request.urlopen(f"{base}/api/contents?token={token}", timeout=30).read())
+        assert {"course", "exercises"} <= {item["name"] for item in listing["content"]}
+        assert "solutions" in {item["name"] for item in listing["content"]}   # zh/solutions, as at the root
     finally:
         stop(proc, group=True, grace=30)
 

@@ -8,7 +8,7 @@
 - ``learner/`` (the learner's machine, shipped in the handout) imports nothing of ``course/`` or
   ``grading/``;
 - a grading kernel has nothing of ``autograder.grading`` (nor ``course``) in ``sys.modules``;
-- the wheel holds every subpackage and every module imports from it, outside the checkout.
+- the wheel holds every subpackage and the message catalogs, and every module imports from it, outside the checkout.
 """
 from __future__ import annotations
 
@@ -243,7 +243,9 @@ def wheel(tmp_path_factory) -> Path:
 
 def test_the_wheel_holds_every_subpackage(wheel):
     names = set(zipfile.ZipFile(wheel).namelist())
-    for path in PACKAGE.rglob("*.py"):
+    catalogs = sorted(PACKAGE.rglob("locale/*.json"))
+    assert catalogs, "the message catalogs are in the package"
+    for path in [*PACKAGE.rglob("*.py"), *catalogs]:
         rel = path.relative_to(PACKAGE.parent).as_posix()
         assert rel in names, f"{rel} is missing from the wheel"
 

@@ -104,7 +104,8 @@ def test_site_has_an_index_and_one_page_per_lecture_with_prev_next_navigation(bu
     names = [p.stem for p in lectures(ROOT)]
     assert sorted(p.name for p in out.glob("*.html")) == sorted(["index.html"] + [f"{n}.html" for n in names])
     index = parse(out / "index.html")
-    assert list(dict.fromkeys(u for t, u in index.links if t == "a")) == [f"{n}.html" for n in names]
+    assert list(dict.fromkeys(u for t, u in index.links if t == "a" and not u.startswith("zh/"))) == \
+        [f"{n}.html" for n in names]
     # the check command is one a learner can type as written: a real exercise, no placeholder
     first = sorted(p for p in (ROOT / RELEASE_DIR).iterdir() if p.is_dir())[0]
     index_text = (out / "index.html").read_text(encoding="utf-8")
@@ -138,6 +139,23 @@ def test_site_pages_keep_the_outputs_and_every_picture_embedded(built_site):
 def test_site_has_no_broken_page_anchor_or_image_link(built_site):
     out, _ = built_site
     assert check_links(out) == []
+    assert check_links(out / "zh") == []
+
+
+def test_the_site_has_the_chinese_edition_with_a_switch_to_the_same_lecture_on_every_page(built_site):
+    out, _ = built_site
+    names = [p.stem for p in lectures(ROOT)]
+    assert sorted(p.name for p in (out / "zh").glob("*.html")) == sorted(["index.html"] + [f"{n}.html" for n in names])
+    for name in ["index", *names]:
+        en, zh = parse(out / f"{name}.html"), parse(out / "zh" / f"{name}.html")
+        assert ("a", f"zh/{name}.html") in en.links, name
+        assert ("a", f"../{name}.html") in zh.links, name
+    page = (out / "zh" / "03_detach.html").read_text(encoding="utf-8")
+    assert '<html lang="zh-CN">' in page and "显示答案" in page and "Show the answer" not in page
+    assert "全部讲义" in page and 'class="ct-nav"' in page
+    index = (out / "zh" / "index.html").read_text(encoding="utf-8")
+    assert "make lab EDITION=zh" in index and f"copy-that check {RELEASE_DIR}/a1_views/a1_views.ipynb" in index
+    assert (out / "zh" / "03_detach.html").stat().st_size > 10_000
 
 
 
@@ -343,8 +361,13 @@ def test_handout_holds_course_exercises_and_a_student_readme(made_handout):
     assert not [p for p in (folder / "autograder").rglob("*.py") if "judge" in p.name or "def serve(" in p.read_text()]
     readme = (folder / "README.md").read_text()
     for words in ("pip install -r requirements.txt", "copy-that check", "--watch", "copy-that progress",
-                  "copy-that lab", "Hidden tests", "course/00_start_here.ipynb"):
+                  "copy-that lab", "Hidden tests", "course/00_start_here.ipynb", "copy-that lab --lang zh"):
         assert words in readme, words
+    # the Chinese edition comes along: its lectures and its release, never its solutions
+    assert sorted(p.name for p in notebooks(folder / "zh" / LECTURE_DIR)) == sorted(p.name for p in lectures(ROOT))
+    for a in assignments(ROOT):
+        assert (folder / "zh" / RELEASE_DIR / a / f"{a}.ipynb").is_file(), a
+    assert not (folder / "zh" / SOURCE_DIR).exists()
 
 
 def test_handout_has_no_solutions_and_no_hidden_tests(made_handout):
@@ -362,9 +385,9 @@ def test_handout_has_no_solutions_and_no_hidden_tests(made_handout):
                 text = z.read(name).decode()
                 for marker in ("BEGIN SOLUTION", "BEGIN HIDDEN TESTS", "END HIDDEN TESTS"):
                     assert marker not in text, f"{name}: {marker}"
-    for a in assignments(ROOT):
-        secret = hidden_and_solution_lines(ROOT / SOURCE_DIR / a / f"{a}.ipynb")
-        given = nbformat.read(folder / RELEASE_DIR / a / f"{a}.ipynb", as_version=4)
+    for a, edition in [(a, e) for a in assignments(ROOT) for e in ("", "zh/")]:
+        secret = hidden_and_solution_lines(ROOT / f"{edition}{SOURCE_DIR}" / a / f"{a}.ipynb")
+        given = nbformat.read(folder / f"{edition}{RELEASE_DIR}" / a / f"{a}.ipynb", as_version=4)
         shown = {line.strip() for c in given.cells for line in c.source.splitlines()}
         assert not secret & shown, f"{a}: {sorted(secret & shown)[:3]}"
         hidden_cells = [c for c in given.cells if role(c).is_test and (role(c).grade_id or "").endswith("_hidden")]

@@ -1,5 +1,6 @@
 """``make handout``: the folder (and zip) a student gets: lectures, exercises, the helper package
-and a student README; no ``solutions/``, no hidden tests, no answer corpora.
+and a student README; no ``solutions/``, no hidden tests, no answer corpora.  The Chinese edition
+comes along in ``zh/`` (its lectures and its exercises) where the course has one.
 
 The exercises are generated afresh from ``solutions/`` with nbgrader (as ``autograder build``
 does), so the handout never carries a stale or half-edited release; then every notebook of the
@@ -14,8 +15,9 @@ from pathlib import Path
 
 import nbformat
 
-from .build import generate_into
+from .build import editions, generate_into
 from ..learner.cells import RELEASE_DIR, role
+from ..learner.editions import ZH_DIR, edition_dir
 from .layout import LECTURE_DIR, SOURCE_DIR, region_lines
 
 NAME = "copy-that"
@@ -61,9 +63,11 @@ def leaks(folder: Path, root: Path) -> list[str]:
         text = nb_path.read_text(encoding="utf-8")
         rel = nb_path.relative_to(folder)
         found += [f"{rel}: contains {m!r}" for m in HIDDEN_MARKERS if m in text]
-        if rel.parts[0] != RELEASE_DIR:  # lectures teach in the open: only exercises can leak answers
+        edition = (ZH_DIR,) if rel.parts[0] == ZH_DIR else ()
+        parts = rel.parts[len(edition):]
+        if not parts or parts[0] != RELEASE_DIR:  # lectures teach in the open: only exercises can leak answers
             continue
-        source = root / SOURCE_DIR / Path(*rel.parts[1:])  # the instructor's version of this notebook
+        source = root.joinpath(*edition, SOURCE_DIR, *parts[1:])  # the instructor's version of this notebook
         if not source.is_file():
             continue
         secrets = _secret_lines(nbformat.read(source, as_version=4))
@@ -141,6 +145,15 @@ Only the visible tests run here. Hidden tests (other dtypes, non-contiguous view
 lectures warn about) and the written answers count when your instructor grades the assignment,
 so a ✓ everywhere is a good sign, not the final grade. Submit the way your instructor tells you
 (on JupyterHub: the Assignments tab).
+""" + (CHINESE_SECTION if (root / ZH_DIR / LECTURE_DIR).is_dir() else "")
+
+
+CHINESE_SECTION = """
+## 中文版
+
+`zh/` 是本课程的中文版（讲义在 `zh/course/`，练习在 `zh/exercises/`），单元格、代码和评分都与英文版相同。
+用 `.venv/bin/copy-that lab --lang zh --browser` 打开它；在中文笔记本上，`check`、`progress` 和 `--watch`
+会自动用中文输出（`--lang en` 可改回英文）。
 """
 
 
@@ -153,11 +166,14 @@ def make_handout(root: Path, out: Path, make_zip: bool = True) -> Handout:
     with tempfile.TemporaryDirectory(prefix="copy-that-handout-", dir=out) as tmp:
         stage = Path(tmp) / NAME
         stage.mkdir()
-        shutil.copytree(root / LECTURE_DIR, stage / LECTURE_DIR, ignore=IGNORE)
-        if (root / SOURCE_DIR).is_dir():
-            generate_into(root, stage / RELEASE_DIR)
-        else:  # a course without instructor sources: hand out the release as it is
-            shutil.copytree(root / RELEASE_DIR, stage / RELEASE_DIR, ignore=IGNORE)
+        for edition in editions(root) if (root / SOURCE_DIR).is_dir() else ["en"]:
+            sub = edition_dir(edition)
+            here, there = (root / sub, stage / sub) if sub else (root, stage)
+            shutil.copytree(here / LECTURE_DIR, there / LECTURE_DIR, ignore=IGNORE)
+            if (here / SOURCE_DIR).is_dir():
+                generate_into(root, there / RELEASE_DIR, edition=edition)
+            else:  # a course without instructor sources: hand out the release as it is
+                shutil.copytree(here / RELEASE_DIR, there / RELEASE_DIR, ignore=IGNORE)
         package = Path(__file__).resolve().parent.parent
         (stage / PACKAGE).mkdir()
         for part in PACKAGE_PARTS:

@@ -8,6 +8,7 @@ from pathlib import Path
 import nbformat
 
 from ..learner.cells import LECTURE_DIR, SOLUTION_MARKERS, SOURCE_DIR, nearest_folder, notebooks, role  # noqa: F401
+from ..learner.editions import ZH_DIR
 
 
 def find_root(start: str | os.PathLike | None = None) -> Path:
@@ -20,9 +21,10 @@ def find_root(start: str | os.PathLike | None = None) -> Path:
 
 
 def assignments(root: Path) -> list[str]:
-    """Assignment ids: the folders of ``solutions/``, in teaching order."""
+    """Assignment ids: the folders of ``solutions/``, in teaching order (a folder named like an
+    edition, ``zh``, is never an assignment: the Chinese edition lives in ``zh/`` of the root)."""
     src = root / SOURCE_DIR
-    return sorted(p.name for p in src.iterdir() if p.is_dir() and not p.name.startswith("."))
+    return sorted(p.name for p in src.iterdir() if p.is_dir() and not p.name.startswith(".") and p.name != ZH_DIR)
 
 
 def lectures(root: Path) -> list[Path]:

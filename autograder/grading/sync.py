@@ -141,12 +141,21 @@ def from_gradebook(gb, assignment: str) -> dict[str, Cells]:
     return out
 
 
+def graded_view(cells: Cells) -> Cells:
+    """The cells as grading sees them: an answer cell that is neither graded nor locked keeps its
+    kind, not its handed-out text (nbgrader grades nothing with it; the course's Chinese edition
+    translates its docstring), so either edition's notebooks make the same gradebook."""
+    source = {name: (entry[:2] + (None, None) if name in cells.solution and name not in cells.grade
+                     and not entry[1] else entry) for name, entry in cells.source.items()}
+    return Cells(cells.grade, cells.solution, cells.task, source)
+
+
 def compare(source: dict[str, Cells], gradebook: dict[str, Cells]) -> Changes:
-    """What ``generate_assignment`` would change in the gradebook."""
+    """What ``generate_assignment`` would change in the gradebook (answer cells' handed-out text aside)."""
     changes = Changes(added_notebooks=sorted(set(source) - set(gradebook)),
                       removed_notebooks=sorted(set(gradebook) - set(source)))
     for name in sorted(set(source) & set(gradebook)):
-        new, old = source[name], gradebook[name]
+        new, old = graded_view(source[name]), graded_view(gradebook[name])
         changed = set()
         for kind in KINDS:
             a, b = getattr(new, kind), getattr(old, kind)
@@ -232,7 +241,7 @@ def complete_submissions(gb, assignment: str) -> int:
 def tests_key(cells: dict[str, Cells], fixtures: dict[str, str]) -> str:
     """A hash of what grades a submission: every cell the gradebook keeps (points, sources, the
     hidden tests) and the fixtures files.  A submission graded under another key is graded again."""
-    data = {"notebooks": {name: {kind: sorted([k, list(v)] for k, v in getattr(c, kind).items()) for kind in KINDS}
-                          for name, c in sorted(cells.items())},
+    data = {"notebooks": {name: {kind: sorted([k, list(v)] for k, v in getattr(graded_view(c), kind).items())
+                                 for kind in KINDS} for name, c in sorted(cells.items())},
             "fixtures": sorted(fixtures.items())}
     return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()

@@ -17,7 +17,8 @@ from typing import Any
 import torch
 
 from . import predictions as _pred
-from .diagnosis import ansi_row, show_in_notebook
+from .diagnosis import ansi_row, find_lecture, read_again_text, show_in_notebook
+from .i18n import N_, kernel_lang as _kernel_lang, tr as _tr
 from .misconceptions import Misconception, split_tag as _split_tag
 
 __all__ = [
@@ -103,27 +104,29 @@ class CheckFailed(AssertionError):
         rows = [("\u2717", self.observed), ("expected", self.expected)]
         m = self.misconception
         if m is not None:
-            rows += [("likely mistake", self.hint), ("Myth", m.myth), ("read again", m.link)]
+            rows += [(N_("likely mistake"), self.hint), (N_("Myth"), m.myth), (N_("read again"), m.link)]
         elif self.hint:
-            rows.append(("hint", self.hint))
+            rows.append((N_("hint"), self.hint))
         return rows
 
     def _render_traceback_(self) -> list[str]:
-        rows = self.diagnosis()
+        lang, m = _kernel_lang(), self.misconception   # the notebook's language: the rows are shown translated
+        rows = [(label, read_again_text(m, find_lecture(m), lang) if label == "read again" else _tr(text, lang))
+                for label, text in self.diagnosis()]
         if self.misconception is not None and (getattr(self, "_shown", False)
-                                               or show_in_notebook(rows, self.misconception)):
+                                               or show_in_notebook(rows, self.misconception, lang)):
             self._shown = True   # IPython may render a traceback twice: one display is enough
             # shown above as a display with a link that opens the lecture at its heading (the test
             # still fails on this error, as the grader scores it)
-            return ["\x1b[31m\u2717 this test failed\x1b[0m: the diagnosis is above"]
-        return [ansi_row(label, text) for label, text in rows]
+            return [f"\x1b[31m\u2717 {_tr(N_('this test failed'), lang)}\x1b[0m: {_tr(N_('the diagnosis is above'), lang)}"]
+        return [ansi_row(label, text, lang) for label, text in rows]
 
 
 class _NotStarted(NotImplementedError):
     """An exercise still as handed out; in a notebook it shows as its one line, not a traceback."""
 
     def _render_traceback_(self) -> list[str]:
-        return [f"\x1b[31mNotImplementedError\x1b[0m: {self}"]
+        return [f"\x1b[31mNotImplementedError\x1b[0m: {_tr(_str(self), _kernel_lang())}"]
 
 
 _NotStarted.__name__ = _NotStarted.__qualname__ = "NotImplementedError"  # what check and nbgrader read
@@ -132,17 +135,19 @@ _NotStarted.__name__ = _NotStarted.__qualname__ = "NotImplementedError"  # what 
 def _fail(observed: str, expected: str, hint: str | None = None) -> None:
     __tracebackhide__ = True  # IPython shows the test's line, not this helper's
     misconception, text = _split_tag(hint)
-    message = f"{observed}; expected {expected}."
-    if misconception is not None:
-        message += f" Likely mistake: {text} Myth: {misconception.myth} [{misconception.id}: {misconception.link}]"
+    m = misconception
+    if m is not None:
+        message = N_(f"{observed}; expected {expected}. Likely mistake: {text} Myth: {m.myth} [{m.id}: {m.link}]")
     elif text:
-        message += f" Hint: {text}"
+        message = N_(f"{observed}; expected {expected}. Hint: {text}")
+    else:
+        message = N_(f"{observed}; expected {expected}.")
     raise CheckFailed(message, observed, expected, text, misconception)
 
 
 def ok(message: str) -> None:
     """Print the ✓ line of a visible test that passed."""
-    print(f"\u2713 {message}")
+    print(f"\u2713 {_tr(message, _kernel_lang())}")
 
 
 def _type_name(obj: Any) -> str:
@@ -157,7 +162,7 @@ def check_type(obj: Any, expected: type | tuple[type, ...], what: str = "the res
     allowed = expected if _isinstance(expected, tuple) else (expected,)
     if _type(obj) not in allowed:
         names = " or ".join(t.__qualname__ for t in allowed)
-        _fail(f"{what} is a {_type_name(obj)}", f"a {names}", hint)
+        _fail(N_(f"{what} is a {_type_name(obj)}"), N_(f"a {names}"), hint)
 
 
 def check_tensor(obj: Any, what: str = "the result", allow_parameter: bool = False,
@@ -166,9 +171,9 @@ def check_tensor(obj: Any, what: str = "the result", allow_parameter: bool = Fal
     __tracebackhide__ = True  # IPython shows the test's line, not this helper's
     allowed: tuple[type, ...] = (_Tensor, _Parameter) if allow_parameter else (_Tensor,)
     if obj is None:
-        _fail(f"{what} is None", "a torch.Tensor",
-              hint or ("the function has no `return` statement, or returns what a call that gives None returned "
-                      "(`list.append`, `backward()`); in-place tensor methods such as `add_` return the tensor itself."))
+        _fail(N_(f"{what} is None"), N_("a torch.Tensor"),
+              hint or N_("the function has no `return` statement, or returns what a call that gives None returned "
+                         "(`list.append`, `backward()`); in-place tensor methods such as `add_` return the tensor itself."))
     check_type(obj, allowed, what, hint)
 
 
@@ -193,11 +198,11 @@ def check_same_storage(a: torch.Tensor, b: torch.Tensor, what: str = "the result
     check_tensor(a, what, allow_parameter=True)
     check_tensor(b, other, allow_parameter=True)
     if storage_ptr(a) != storage_ptr(b):
-        _fail(f"{what} has its own storage, not the storage of {other}",
-              f"{what} to share memory with {other}",
-              hint or ("M-indexing-views: an out-of-place operation made a copy: `t + 1`, `clone()` and advanced "
-                      "indexing (a list, a mask or an index tensor with a dimension) allocate new memory; "
-                      "a 0-d integer tensor index is read like `a[1]` and gives a view."))
+        _fail(N_(f"{what} has its own storage, not the storage of {other}"),
+              N_(f"{what} to share memory with {other}"),
+              hint or N_("M-indexing-views: an out-of-place operation made a copy: `t + 1`, `clone()` and advanced "
+                         "indexing (a list, a mask or an index tensor with a dimension) allocate new memory; "
+                         "a 0-d integer tensor index is read like `a[1]` and gives a view."))
 
 
 def check_new_storage(result: torch.Tensor, source: torch.Tensor, what: str = "the result",
@@ -207,9 +212,9 @@ def check_new_storage(result: torch.Tensor, source: torch.Tensor, what: str = "t
     check_tensor(result, what, allow_parameter=True)
     check_tensor(source, other, allow_parameter=True)
     if storage_ptr(result) == storage_ptr(source):
-        _fail(f"{what} shares memory with {other} (same storage)",
-              "memory of its own",
-              hint or "M-detach-copies: assignment, views, `detach()` and `.data` never copy; add `.clone()`.")
+        _fail(N_(f"{what} shares memory with {other} (same storage)"),
+              N_("memory of its own"),
+              hint or N_("M-detach-copies: assignment, views, `detach()` and `.data` never copy; add `.clone()`."))
 
 
 def check_same_object(result: Any, expected: Any, what: str = "the result",
@@ -217,9 +222,9 @@ def check_same_object(result: Any, expected: Any, what: str = "the result",
     """``result is expected``: the very same Python object."""
     __tracebackhide__ = True  # IPython shows the test's line, not this helper's
     if result is not expected:
-        _fail(f"{what} is a different object ({_type_name(result)})",
-              f"{other} itself",
-              hint or "M-rebinding-writes: the function built a new object instead of working in place and returning it.")
+        _fail(N_(f"{what} is a different object ({_type_name(result)})"),
+              N_(f"{other} itself"),
+              hint or N_("M-rebinding-writes: the function built a new object instead of working in place and returning it."))
 
 
 def check_version_unchanged(t: torch.Tensor, before: int, what: str = "the input",
@@ -228,9 +233,9 @@ def check_version_unchanged(t: torch.Tensor, before: int, what: str = "the input
     __tracebackhide__ = True  # IPython shows the test's line, not this helper's
     now = version(t)
     if now != before:
-        _fail(f"{what}._version went from {before} to {now} (it was modified in place)",
-              f"{what} untouched (version {before})",
-              hint or "M-augmented-assignment-copies: an in-place operation (`+=`, `add_`, `t[i] = ...`, `copy_`) wrote into it; work on a copy.")
+        _fail(N_(f"{what}._version went from {before} to {now} (it was modified in place)"),
+              N_(f"{what} untouched (version {before})"),
+              hint or N_("M-augmented-assignment-copies: an in-place operation (`+=`, `add_`, `t[i] = ...`, `copy_`) wrote into it; work on a copy."))
 
 
 def check_version_bumped(t: torch.Tensor, before: int, what: str = "the tensor",
@@ -239,9 +244,9 @@ def check_version_bumped(t: torch.Tensor, before: int, what: str = "the tensor",
     __tracebackhide__ = True  # IPython shows the test's line, not this helper's
     now = version(t)
     if now <= before:
-        _fail(f"{what}._version is still {now}",
-              f"an in-place update (version above {before})",
-              hint or "M-argument-rebinding: `t = t + 1` rebinds a local name and leaves the caller's tensor as it was; use an in-place operation.")
+        _fail(N_(f"{what}._version is still {now}"),
+              N_(f"an in-place update (version above {before})"),
+              hint or N_("M-argument-rebinding: `t = t + 1` rebinds a local name and leaves the caller's tensor as it was; use an in-place operation."))
 
 
 def check_requires_grad(t: torch.Tensor, expected: bool, what: str = "the result",
@@ -252,11 +257,11 @@ def check_requires_grad(t: torch.Tensor, expected: bool, what: str = "the result
     got = _requires_grad_get(t)
     if got is not expected:
         if expected:
-            default = "M-fresh-leaf-connects: the copy left the autograd graph: `detach()`, `.data`, `torch.no_grad()` or `torch.tensor(t)` cut it off."
+            default = N_("M-fresh-leaf-connects: the copy left the autograd graph: `detach()`, `.data`, `torch.no_grad()` or `torch.tensor(t)` cut it off.")
         else:
-            default = ("M-clone-leaves-graph: the result requires grad: it is still attached to a graph, or it is a leaf that requires grad; "
-                       "`detach()` it (and `clone()` if it must own its memory).")
-        _fail(f"{what}.requires_grad is {got}", f"{expected}", hint or default)
+            default = N_("M-clone-leaves-graph: the result requires grad: it is still attached to a graph, or it is a leaf "
+                         "that requires grad; `detach()` it (and `clone()` if it must own its memory).")
+        _fail(N_(f"{what}.requires_grad is {got}"), f"{expected}", hint or default)
 
 
 def check_leaf(t: torch.Tensor, expected: bool, what: str = "the result",
@@ -266,7 +271,7 @@ def check_leaf(t: torch.Tensor, expected: bool, what: str = "the result",
     check_tensor(t, what, allow_parameter=True)
     got = _is_leaf_get(t)
     if got is not expected:
-        _fail(f"{what}.is_leaf is {got}", f"{expected}", hint)
+        _fail(N_(f"{what}.is_leaf is {got}"), f"{expected}", hint)
 
 
 def check_grad_fn(t: torch.Tensor, expected: str | None, what: str = "the result",
@@ -278,9 +283,9 @@ def check_grad_fn(t: torch.Tensor, expected: str | None, what: str = "the result
     got = None if fn is None else _type(fn).__name__
     if got != expected:
         if expected is None:
-            _fail(f"{what}.grad_fn is {got}", "None (outside every graph)",
-                  hint or "M-clone-leaves-graph: the result was computed with gradient tracking on; use `detach()` or `torch.no_grad()`.")
-        _fail(f"{what}.grad_fn is {got}", f"{expected}", hint)
+            _fail(N_(f"{what}.grad_fn is {got}"), N_("None (outside every graph)"),
+                  hint or N_("M-clone-leaves-graph: the result was computed with gradient tracking on; use `detach()` or `torch.no_grad()`."))
+        _fail(N_(f"{what}.grad_fn is {got}"), f"{expected}", hint)
 
 
 def _as_float64(x: Any) -> torch.Tensor:
@@ -297,16 +302,16 @@ def check_close(actual: Any, expected: Any, what: str = "the result", atol: floa
     check_tensor(actual, what, allow_parameter=True)
     exp = expected if _isinstance(expected, _Tensor) else _as_tensor(expected)
     if _shape_get(actual) != _shape_get(exp):
-        _fail(f"{what} has shape {tuple(_shape_get(actual))}", f"shape {tuple(_shape_get(exp))}", hint)
+        _fail(N_(f"{what} has shape {tuple(_shape_get(actual))}"), N_(f"shape {tuple(_shape_get(exp))}"), hint)
     if check_dtype and _dtype_get(actual) != _dtype_get(exp):
-        _fail(f"{what} has dtype {_dtype_get(actual)}", f"dtype {_dtype_get(exp)}",
-              hint or "an operation changed the dtype; keep the input's dtype (see `Tensor.to`).")
+        _fail(N_(f"{what} has dtype {_dtype_get(actual)}"), N_(f"dtype {_dtype_get(exp)}"),
+              hint or N_("an operation changed the dtype; keep the input's dtype (see `Tensor.to`)."))
     a = _as_float64(actual)
     e = _as_float64(exp)
     if not _allclose(a, e, atol=atol, rtol=rtol, equal_nan=True):
         diff = _float(_max(_abs(a - e))) if a.numel() else 0.0
-        _fail(f"{what} has values {_short(actual)} (max difference {diff:.3g})",
-              f"{_short(exp)} (within atol={atol:g})", hint)
+        _fail(N_(f"{what} has values {_short(actual)} (max difference {diff:.3g})"),
+              N_(f"{_short(exp)} (within atol={atol:g})"), hint)
 
 
 def check_grad(t: torch.Tensor, expected: Any, what: str = "x.grad", atol: float = ATOL,
@@ -317,22 +322,22 @@ def check_grad(t: torch.Tensor, expected: Any, what: str = "x.grad", atol: float
     g = _grad_get(t)
     if expected is None:
         if g is not None:
-            _fail(f"{what} is {_short(g)}", "None (no gradient reaches it)",
-                  hint or "a path in the graph still leads to it; cut it with `detach()`.")
+            _fail(N_(f"{what} is {_short(g)}"), N_("None (no gradient reaches it)"),
+                  hint or N_("a path in the graph still leads to it; cut it with `detach()`."))
         return
     if g is None:
-        _fail(f"{what} is None", f"{_short(expected)}",
-              hint or "M-fresh-leaf-connects: no gradient reached this tensor: the graph was cut (`detach()`, `.data`, `torch.no_grad()`, `torch.tensor(t)`) on the way.")
+        _fail(N_(f"{what} is None"), f"{_short(expected)}",
+              hint or N_("M-fresh-leaf-connects: no gradient reached this tensor: the graph was cut (`detach()`, `.data`, `torch.no_grad()`, `torch.tensor(t)`) on the way."))
     exp = _as_float64(expected)
     got = _as_float64(g)
     if _shape_get(got) != _shape_get(exp):
-        _fail(f"{what} has shape {tuple(_shape_get(got))}", f"shape {tuple(_shape_get(exp))}", hint)
+        _fail(N_(f"{what} has shape {tuple(_shape_get(got))}"), N_(f"shape {tuple(_shape_get(exp))}"), hint)
     if _equal(got, exp):
         return
     if _allclose(got, exp, atol=atol, rtol=rtol):
         return
     diff = _float(_max(_abs(got - exp)))
-    _fail(f"{what} is {_short(g)} (max difference {diff:.3g})", f"{_short(expected)}", hint)
+    _fail(N_(f"{what} is {_short(g)} (max difference {diff:.3g})"), f"{_short(expected)}", hint)
 
 
 def check_equal(actual: Any, expected: Any, what: str = "the result",
@@ -347,22 +352,22 @@ def check_equal(actual: Any, expected: Any, what: str = "the result",
         hint = _TENSOR_FOR_VALUE  # a wrong type is its own mistake, whatever a wrong value would mean
     if exp_type is _float:
         if _type(actual) is not _float:
-            _fail(f"{what} is a {_type_name(actual)}", "a Python float", hint or _TENSOR_FOR_VALUE)
+            _fail(N_(f"{what} is a {_type_name(actual)}"), N_("a Python float"), hint or _TENSOR_FOR_VALUE)
         if not math.isclose(actual, expected, rel_tol=RTOL, abs_tol=ATOL):
-            _fail(f"{what} is {actual!r}", f"{expected!r}", hint)
+            _fail(N_(f"{what} is {actual!r}"), f"{expected!r}", hint)
         return
     if _type(actual) is not exp_type:
-        _fail(f"{what} is a {_type_name(actual)} ({_safe_repr(actual)})", f"a {exp_type.__name__} ({expected!r})", hint)
+        _fail(N_(f"{what} is a {_type_name(actual)} ({_safe_repr(actual)})"), N_(f"a {exp_type.__name__} ({expected!r})"), hint)
     odd = _shape_problem(actual, expected)
     if odd:
-        _fail(f"{what} holds {odd}", "the same kinds of values all the way down", hint)
+        _fail(N_(f"{what} holds {odd}"), N_("the same kinds of values all the way down"), hint)
     if not (expected == actual):
-        _fail(f"{what} is {_safe_repr(actual)}", _sorted_set_repr(expected) if _type(expected) is set and all(
+        _fail(N_(f"{what} is {_safe_repr(actual)}"), _sorted_set_repr(expected) if _type(expected) is set and all(
             _type(x) is str for x in expected) else f"{expected!r}", hint)
 
 
-_TENSOR_FOR_VALUE = ("M-tensor-is-a-number: return a plain Python value: `.item()` turns a one-element tensor "
-                     "into a number, `bool(...)` into a bool.")
+_TENSOR_FOR_VALUE = N_("M-tensor-is-a-number: return a plain Python value: `.item()` turns a one-element tensor "
+                        "into a number, `bool(...)` into a bool.")
 
 
 def _form(found: Any) -> Any:
@@ -385,9 +390,10 @@ def check_predictions(answers: Any, choices: dict[str, str], feedback: dict[str,
     for q, letter in letters.items():
         diagnosis = _pred.unseal(_dict.get(feedback, q), salt, q, letter)
         if diagnosis is not None:
-            _fail(f"{q}: you predicted ({letter})", "another choice", diagnosis)
-    print(_pred.NO_DIAGNOSIS + ", ".join(f"{q} ({letter})" for q, letter in letters.items())
-          + ": your instructor's grading, or `check --full`, tells whether they are right")
+            _fail(N_(f"{q}: you predicted ({letter})"), N_("another choice"), diagnosis)
+    shown = ", ".join(f"{q} ({letter})" for q, letter in letters.items())
+    print("\u00b7 " + _tr(N_(f"no stored diagnosis for {shown}: your instructor's grading, or `check --full`, tells "
+                             "whether they are right"), _kernel_lang()))
 
 
 def grade_predictions(answers: Any, key: dict[str, str], choices: dict[str, str],
@@ -400,8 +406,8 @@ def grade_predictions(answers: Any, key: dict[str, str], choices: dict[str, str]
     letters = _form(_pred.letters(answers, choices, name))
     for q, right in key.items():
         if letters[q] != right:
-            _fail(f"{q}: you predicted ({letters[q]})", "another choice", (why or {}).get(q, {}).get(letters[q]))
-    ok(f"all {len(key)} predictions right")
+            _fail(N_(f"{q}: you predicted ({letters[q]})"), N_("another choice"), (why or {}).get(q, {}).get(letters[q]))
+    ok(N_(f"all {len(key)} predictions right"))
 
 
 def check_choice(answer: Any, name: str, choices: str, feedback: dict[str, str], salt: str) -> None:
@@ -410,8 +416,9 @@ def check_choice(answer: Any, name: str, choices: str, feedback: dict[str, str],
     letter = _form(_pred.letter(answer, name, choices))
     diagnosis = _pred.unseal(feedback, salt, name, letter)
     if diagnosis is not None:
-        _fail(f"{name} is {letter!r}", "another choice", diagnosis)
-    print(f"{_pred.NO_DIAGNOSIS}{name} = {letter!r}: your instructor's grading, or `check --full`, tells whether it is right")
+        _fail(N_(f"{name} is {letter!r}"), N_("another choice"), diagnosis)
+    print("\u00b7 " + _tr(N_(f"no stored diagnosis for {name} = {letter!r}: your instructor's grading, or "
+                             "`check --full`, tells whether it is right"), _kernel_lang()))
 
 
 def grade_choice(answer: Any, name: str, key: str, choices: str, why: dict[str, str] | None = None,
@@ -420,8 +427,8 @@ def grade_choice(answer: Any, name: str, key: str, choices: str, why: dict[str, 
     __tracebackhide__ = True  # IPython shows the test's line, not this helper's
     letter = _form(_pred.letter(answer, name, choices))
     if letter != key:
-        _fail(f"{name} is {letter!r}", "another choice", (why or {}).get(letter))
-    ok(f"{name} is right")
+        _fail(N_(f"{name} is {letter!r}"), N_("another choice"), (why or {}).get(letter))
+    ok(N_(f"{name} is right"))
 
 
 _PLAIN = (str, _int, _float, _bool, type(None))

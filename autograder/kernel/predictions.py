@@ -19,6 +19,8 @@ import hashlib
 from dataclasses import dataclass
 from typing import Any
 
+from .i18n import N_
+
 # the line a visible check prints for letters it cannot judge; ``check`` reads it (selfcheck.py)
 NO_DIAGNOSIS = "\u00b7 no stored diagnosis for "
 
@@ -66,21 +68,23 @@ def letters(answers: Any, choices: dict[str, str], name: str) -> dict[str, str] 
     """Each question's letter, one of its choices (``choices``: question -> its letters), or the
     first problem: not a dict, all still ``"?"``, a question without a letter or with another one."""
     if _type(answers) is not _dict:
-        return Problem(f"{name} is a {_type_name(answers)}", 'a dict of letters, such as {"q1": "a", "q2": "b"}',
-                       f"run the answer cell above this test, and keep {name} a plain dict.")
+        return Problem(N_(f"{name} is a {_type_name(answers)}"), N_('a dict of letters, such as {"q1": "a", "q2": "b"}'),
+                       N_(f"run the answer cell above this test, and keep {name} a plain dict."))
     given = {q: spelled(_dict.get(answers, q)) for q in choices}
     if all(is_blank(v) for v in given.values()):
-        return Problem(f'no predictions yet: replace each "?" in {name} with the letter you predict', not_started=True)
+        return Problem(N_(f'no predictions yet: replace each "?" in {name} with the letter you predict'), not_started=True)
     found = {}
     for q, text in given.items():
         if is_blank(text):
-            return Problem(f"{q}: no prediction", f'a letter in {name}["{q}"]')
+            return Problem(N_(f"{q}: no prediction"), N_(f'a letter in {name}["{q}"]'))
         if _type(text) is not _str:
-            return Problem(f"{q}: the prediction is a {_type_name(text)} ({_shown(text)})", 'a letter in quotes, such as "a"')
+            return Problem(N_(f"{q}: the prediction is a {_type_name(text)} ({_shown(text)})"),
+                           N_('a letter in quotes, such as "a"'))
         found[q] = choice(text, choices[q])
         if found[q] is None:
-            return Problem(f"{q}: you predicted ({text if len(text) <= 12 else text[:12] + '...'})",
-                           "one of " + ", ".join(f"({c})" for c in choices[q]))
+            given_text = text if len(text) <= 12 else text[:12] + "..."
+            options = ", ".join(f"({c})" for c in choices[q])
+            return Problem(N_(f"{q}: you predicted ({given_text})"), N_(f"one of {options}"))
     return found
 
 
@@ -88,12 +92,14 @@ def letter(answer: Any, name: str, choices: str) -> str | Problem:
     """The choice one answer names (``graph_answer = "B"``), or what is wrong with it."""
     text = spelled(answer)
     if is_blank(text):
-        return Problem(f'{name} is not set yet: set it to your letter, e.g. {name} = "{choices[0]}"', not_started=True)
+        return Problem(N_(f'{name} is not set yet: set it to your letter, e.g. {name} = "{choices[0]}"'), not_started=True)
     if _type(text) is not _str:
-        return Problem(f"{name} is a {_type_name(answer)} ({_shown(answer)})", f'one letter in quotes, such as "{choices[0]}"')
+        return Problem(N_(f"{name} is a {_type_name(answer)} ({_shown(answer)})"),
+                       N_(f'one letter in quotes, such as "{choices[0]}"'))
     found = choice(text, choices)
     if found is None:
-        return Problem(f"{name} is {_shown(answer)}", "one of " + ", ".join(repr(c) for c in choices))
+        options = ", ".join(repr(c) for c in choices)
+        return Problem(N_(f"{name} is {_shown(answer)}"), N_(f"one of {options}"))
     return found
 
 

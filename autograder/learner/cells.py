@@ -7,6 +7,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Mapping
 
+from ..kernel.i18n import N_
+
 RELEASE_DIR = "exercises"      # what learners get (nbgrader's release folder)
 SOURCE_DIR = "solutions"       # the instructor's notebooks (nbgrader's source folder), in a clone of the course
 LECTURE_DIR = "course"         # the lectures
@@ -78,8 +80,8 @@ def find_notebook(given: str | None, cwd: Path | None = None) -> tuple[Path, str
     if given is None:
         found = only_notebook(here)
         if found is None:
-            raise FileNotFoundError(f"name the notebook to check, e.g. copy-that check {RELEASE_DIR}/a1_views/a1_views.ipynb "
-                                    "(from the course folder)")
+            raise FileNotFoundError(N_(f"name the notebook to check, e.g. copy-that check {RELEASE_DIR}/a1_views/a1_views.ipynb "
+                                       "(from the course folder)"))
         return found, None
     path = Path(given)
     target = path if path.is_absolute() else here / path
@@ -89,10 +91,10 @@ def find_notebook(given: str | None, cwd: Path | None = None) -> tuple[Path, str
         return only_notebook(target), None
     root = nearest_folder(here, lambda f: (f / RELEASE_DIR).is_dir())
     if root is not None and not path.is_absolute() and (root / path).is_file():
-        return root / path, f"checking {path} of the course folder {root}"
-    hint = ""
+        return root / path, N_(f"checking {path} of the course folder {root}")
     if root is not None and (root / RELEASE_DIR / path.stem / path.name).is_file():
-        hint = f": it is {root / RELEASE_DIR / path.stem / path.name}"
-    elif root is not None:
-        hint = f": run it from the course folder ({root}), or give the path from here"
-    raise FileNotFoundError(f"no such notebook: {given}{hint}")
+        found = root / RELEASE_DIR / path.stem / path.name
+        raise FileNotFoundError(N_(f"no such notebook: {given}: it is {found}"))
+    if root is not None:
+        raise FileNotFoundError(N_(f"no such notebook: {given}: run it from the course folder ({root}), or give the path from here"))
+    raise FileNotFoundError(N_(f"no such notebook: {given}"))

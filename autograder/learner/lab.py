@@ -21,7 +21,9 @@ What differs from a bare ``jupyter lab``:
 - notebooks open unmodified: the course's contents manager fills in, as it reads a notebook, the
   ``language_info`` the kernel is about to report (see :mod:`autograder.learner.lab_contents`);
 - the command prints one line with the lab's address once it answers, instead of JupyterLab's
-  start-up log, and opens the learner's browser where there is one.
+  start-up log, and opens the learner's browser where there is one;
+- ``lang="zh"`` serves the Chinese edition (the course's ``zh/`` folder, a course tree of its own)
+  at its start notebook, with ``COPY_THAT_LANG=zh`` for its terminals and kernels.
 """
 from __future__ import annotations
 
@@ -202,9 +204,25 @@ def start_url(info: dict, start: str | None = START) -> str:
     return f"{base}{path}?token={info['token']}" if info.get("token") else base + path
 
 
-def run_lab(root: Path, instructor: bool, ip: str, port: int, open_browser: bool | None) -> int:
+def edition_folder(root: Path, lang: str | None) -> Path:
+    """The folder the lab serves: the course, or for ``lang="zh"`` its Chinese edition (``zh/``);
+    a FileNotFoundError when the course has none."""
+    from ..kernel.i18n import DEFAULT
+    from .editions import ZH_DIR
+
+    if not lang or lang == DEFAULT:
+        return root
+    folder = root / ZH_DIR if root.name != ZH_DIR else root
+    if not (folder / START).is_file():
+        raise FileNotFoundError(f"no Chinese edition here: {folder / START} is missing")
+    return folder
+
+
+def run_lab(root: Path, instructor: bool, ip: str, port: int, open_browser: bool | None,
+            lang: str | None = None) -> int:
     """Serve JupyterLab until it stops (Ctrl-C, as for ``jupyter lab``); print one line with its
-    address once it answers, and open the browser (``open_browser``; None: where there is one)."""
+    address once it answers, and open the browser (``open_browser``; None: where there is one).
+    ``lang="zh"``: the Chinese edition, in Chinese."""
     import secrets
     import signal
     import subprocess
@@ -212,12 +230,22 @@ def run_lab(root: Path, instructor: bool, ip: str, port: int, open_browser: bool
 
     from jupyter_core.paths import jupyter_runtime_dir
 
+    from ..kernel.i18n import DEFAULT, LANG_ENV, say
+
+    try:
+        root = edition_folder(root, lang)
+    except FileNotFoundError as exc:
+        print(exc)
+        return 2
+    lang = lang or DEFAULT
     env = lab_environment(root, instructor)
+    if lang != DEFAULT:
+        env[LANG_ENV] = lang
     env.setdefault("JUPYTER_TOKEN", secrets.token_hex(24))   # in the environment: not on a command line
     argv = lab_command(root, ip, port, open_browser=False) + ["--ServerApp.log_level=WARN", "--LabApp.log_level=WARN"]
-    who = "instructor (nbgrader's formgrader and tools shown)" if instructor else \
-        "learner (nbgrader's instructor tools hidden; `make lab-instructor` shows them)"
-    print(f"Starting JupyterLab for the {who} ...", flush=True)
+    print(say(lang, "Starting JupyterLab for the instructor (nbgrader's formgrader and tools shown) ...") if instructor
+          else say(lang, "Starting JupyterLab for the learner (nbgrader's instructor tools hidden; `make lab-instructor` "
+                         "shows them) ..."), flush=True)
     proc = subprocess.Popen(argv, env=env)
     # Ctrl-C reaches JupyterLab too (same process group), which asks or stops as it always does;
     # this process waits for it.  A SIGTERM is passed on.
@@ -228,5 +256,6 @@ def run_lab(root: Path, instructor: bool, ip: str, port: int, open_browser: bool
     if info is not None:
         url = start_url(info)
         opened = (open_browser if open_browser is not None else browser_available()) and webbrowser.open(url)
-        print(f"Copy That is open at {url}" if opened else f"Copy That is ready: open {url}", flush=True)
+        print(say(lang, "Copy That is open at {url}", url=url) if opened else say(lang, "Copy That is ready: open {url}", url=url),
+              flush=True)
     return proc.wait()

@@ -20,6 +20,7 @@ from typing import Callable
 import nbformat
 
 from .. import __version__
+from ..kernel.i18n import DEFAULT, N_, choose_for, say, tr
 from .cells import RELEASE_DIR, nearest_folder, notebooks, role
 from .selfcheck import CELL_TIMEOUT, CheckReport, TestResult, check_notebook
 
@@ -53,8 +54,8 @@ def learner_root(start: str | os.PathLike | None = None) -> Path:
     here = Path(start or os.getcwd()).resolve()
     if any(here.glob("*/*.ipynb")):
         return here
-    raise FileNotFoundError(f"no {RELEASE_DIR}/ folder in {here} or above, and no assignment folders in it: "
-                            "run this in the course folder, or pass --root")
+    raise FileNotFoundError(N_(f"no {RELEASE_DIR}/ folder in {here} or above, and no assignment folders in it: "
+                               "run this in the course folder, or pass --root"))
 
 
 def exercises_folder(root: Path) -> Path:
@@ -118,7 +119,7 @@ def unstarted_report(path: Path, nb: nbformat.NotebookNode) -> CheckReport:
             if all(not line.strip() or line.lstrip().startswith("#") for line in cell.source.splitlines()):
                 hidden.append(r.grade_id or "?")
             else:
-                results.append(TestResult(r.grade_id or "?", 0.0, r.points, "not started", "not started yet"))
+                results.append(TestResult(r.grade_id or "?", 0.0, r.points, "not started", N_("not started yet")))
     return CheckReport(path, results, [], hidden, list(written), written)
 
 
@@ -152,8 +153,10 @@ def summarize(assignment: str, path: Path, report: CheckReport, cached: bool = F
     # An untouched answer cell raises NotImplementedError: not started, not a problem.
     problems = [p for p in report.problems if "NotImplementedError" not in p]
     if results and passed == len(results) and not report.problems and report.unwritten:
-        n = len(report.unwritten)
-        status, diagnostic = "failing", f"{n} written answer{'s' if n != 1 else ''} still empty: {', '.join(report.unwritten)}"
+        n, names = len(report.unwritten), ", ".join(report.unwritten)
+        status = "failing"
+        diagnostic = N_(f"{n} written answer still empty: {names}") if n == 1 else \
+            N_(f"{n} written answers still empty: {names}")
     elif results and passed == len(results) and not report.problems:
         status, diagnostic = "done", ""
     elif results and all(r.status == "not started" for r in results) and not problems:
@@ -161,14 +164,16 @@ def summarize(assignment: str, path: Path, report: CheckReport, cached: bool = F
     else:
         status = "failing"
         if first_bad is not None:
-            diagnostic = f"{first_bad.label}: {first_bad.message or first_bad.status}"
+            label, message = first_bad.label, first_bad.message or first_bad.status
+            diagnostic = N_(f"{label}: {message}")
         elif problems:
             diagnostic = problems[0]
         elif not results:
-            diagnostic = "no visible tests ran"
+            diagnostic = N_("no visible tests ran")
         else:  # some tests pass, the others still raise NotImplementedError
             todo = next(r for r in results if not r.passed)
-            diagnostic = f"{todo.label}: {todo.message}"
+            label, message = todo.label, todo.message
+            diagnostic = N_(f"{label}: {message}")
     return ExerciseProgress(
         assignment=assignment, notebook=path, status=status, passed=passed, tests=len(results),
         points=report.score, visible_points=report.max_score, total_points=_total_points(path),
@@ -200,7 +205,7 @@ def progress(root: Path, cache: Path | None = None, use_cache: bool = True, jobs
         assignment, path = item
         if path is None:
             row = ExerciseProgress(assignment, None, "missing", 0, 0, 0.0, 0.0, 0.0,
-                                   f"no notebook in {RELEASE_DIR}/{assignment}/")
+                                   N_(f"no notebook in {RELEASE_DIR}/{assignment}/"))
         else:
             report, hit = cached_check(path, cache, timeout)
             row = summarize(assignment, path, report, hit)
@@ -212,36 +217,44 @@ def progress(root: Path, cache: Path | None = None, use_cache: bool = True, jobs
         return list(pool.map(one, items))
 
 
-STATUS_MARKS = {"done": "[green]\u2713 done[/]", "failing": "[red]\u2717 failing[/]",
-                "not started": "[dim]\u00b7 not started[/]", "missing": "[yellow]? missing[/]"}
+STATUS_MARKS = {"done": ("green", "\u2713", N_("done")), "failing": ("red", "\u2717", N_("failing")),
+                "not started": ("dim", "\u00b7", N_("not started")), "missing": ("yellow", "?", N_("missing"))}
 
 
-def table(rows: list[ExerciseProgress]):
+def course_lang(root: Path, option: str | None = None) -> str:
+    """The language ``progress`` speaks: ``--lang``, ``$COPY_THAT_LANG``, else the exercises' own (the
+    Chinese edition's notebooks say they are Chinese), else English."""
+    return choose_for(option, next((path for _, path in exercise_notebooks(root) if path is not None), None))
+
+
+def table(rows: list[ExerciseProgress], lang: str = DEFAULT):
     """The progress table (a rich Table): one row per exercise."""
     from rich.markup import escape
     from rich.table import Table
 
-    t = Table(title="Copy That: your progress (visible tests)", show_lines=False)
-    t.add_column("exercise")
-    t.add_column("status")
-    t.add_column("tests", justify="right")
-    t.add_column("points", justify="right")
-    t.add_column("first diagnostic", overflow="fold")
+    t = Table(title=say(lang, "Copy That: your progress (visible tests)"), show_lines=False)
+    t.add_column(say(lang, "exercise"))
+    t.add_column(say(lang, "status"))
+    t.add_column(say(lang, "tests"), justify="right")
+    t.add_column(say(lang, "points"), justify="right")
+    t.add_column(say(lang, "first diagnostic"), overflow="fold")
     for r in rows:
-        t.add_row(r.assignment, STATUS_MARKS.get(r.status, r.status), f"{r.passed}/{r.tests}",
-                  f"{r.points:g}/{r.visible_points:g}", escape(r.diagnostic))
+        colour, mark, word = STATUS_MARKS.get(r.status, ("", "", r.status))
+        t.add_row(r.assignment, f"[{colour}]{mark} {tr(word, lang)}[/]" if colour else r.status,
+                  f"{r.passed}/{r.tests}", f"{r.points:g}/{r.visible_points:g}", escape(tr(r.diagnostic, lang)))
     return t
 
 
-def summary(rows: list[ExerciseProgress]) -> str:
+def summary(rows: list[ExerciseProgress], lang: str = DEFAULT) -> str:
     """One line under the table: exercises done, points so far, what grading adds."""
     done = sum(r.status == "done" for r in rows)
-    points = sum(r.points for r in rows)
-    visible = sum(r.visible_points for r in rows)
-    total = sum(r.total_points for r in rows)
+    points = f"{sum(r.points for r in rows):g}"
+    visible = f"{sum(r.visible_points for r in rows):g}"
+    total = f"{sum(r.total_points for r in rows):g}"
     cached = sum(r.cached for r in rows)
-    line = (f"{done}/{len(rows)} exercises done. Visible tests: {points:g} of their {visible:g} points; "
-            f"grading counts {total:g} points in all, the hidden tests and the written answers included.")
+    line = say(lang, "{done}/{n} exercises done. Visible tests: {points} of their {visible} points; grading counts "
+                     "{total} points in all, the hidden tests and the written answers included.",
+               done=done, n=len(rows), points=points, visible=visible, total=total)
     if cached:
-        line += f" ({cached} unchanged notebook(s) taken from the cache.)"
+        line += say(lang, " ({cached} unchanged notebook(s) taken from the cache.)", cached=cached)
     return line

@@ -27,19 +27,20 @@ import nbformat
 from nbclient import NotebookClient
 from nbclient.exceptions import CellTimeoutError, DeadKernelError
 
+from ..kernel.i18n import LANG_ENV, N_
 from ..kernel.misconceptions import BY_ID, Misconception, ids_in
 from ..kernel.predictions import NO_DIAGNOSIS
 from .cells import WARNING_PATTERN, role
 
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 CELL_TIMEOUT = 60
-SAVE_FIRST = "check reads the notebook as saved on disk: if you wrote it in JupyterLab, save first (Ctrl-S)"
+SAVE_FIRST = N_("check reads the notebook as saved on disk: if you wrote it in JupyterLab, save first (Ctrl-S)")
 HIDDEN_SUFFIX = "_hidden"
 HIDDEN_KEY = "copy_that_hidden"   # cell metadata: a hidden test put in by check --full
 
 
 def timed_out_message(seconds: float) -> str:
-    return f"timed out after {seconds:g} s \u2014 a loop that never ends? The cell was stopped there."
+    return N_(f"timed out after {seconds:g} s \u2014 a loop that never ends? The cell was stopped there.")
 
 
 @dataclass
@@ -71,7 +72,7 @@ def test_label(grade_id: str, hidden: bool = False) -> str:
     the hidden ``test_fit_2`` -> ``fit_2 (hidden tests)``."""
     name = grade_id[len("test_"):] if grade_id.startswith("test_") else grade_id
     if hidden:
-        return f"{name.removesuffix(HIDDEN_SUFFIX)} (hidden tests)"
+        return N_(f"{name.removesuffix(HIDDEN_SUFFIX)} (hidden tests)")
     return name
 
 
@@ -126,7 +127,8 @@ def _error_text(cell: nbformat.NotebookNode) -> str | None:
             value = _WHERE.sub(r" (line \1)", ANSI.sub("", o.get("evalue", "")).strip())
             return f"{o.ename}: {value}" if value else o.ename
         if o.output_type == "stream" and o.name == "stderr":
-            return "wrote to stderr: " + o.text.strip().splitlines()[-1][:200]
+            last = o.text.strip().splitlines()[-1][:200]
+            return N_(f"wrote to stderr: {last}")
     return None
 
 
@@ -149,15 +151,15 @@ def score_cell(cell: nbformat.NotebookNode) -> TestResult:
         if unjudged and not any(line.startswith("\u2713") for line in shown):
             # a question with a right letter: the release stores no right letter, only the
             # diagnoses of wrong ones, so a letter without one may be right or wrong
-            return TestResult(r.grade_id or "?", 0.0, max_points, "not checked",
-                              "not checked here: " + unjudged[0][len("\u00b7 "):])
+            rest = unjudged[0][len("\u00b7 "):]
+            return TestResult(r.grade_id or "?", 0.0, max_points, "not checked", N_(f"not checked here: {rest}"))
         return TestResult(r.grade_id or "?", points, max_points, "passed", _stdout(cell))
     if error and error.split(":")[0] == "NotImplementedError":
         said = error.partition(":")[2].strip()
         return TestResult(r.grade_id or "?", points, max_points, "not started",
-                          said or "the function still raises NotImplementedError: write its body")
+                          said or N_("the function still raises NotImplementedError: write its body"))
     status = "partial" if points > 0 else "failed"
-    return TestResult(r.grade_id or "?", points, max_points, status, error or "scored below full points")
+    return TestResult(r.grade_id or "?", points, max_points, status, error or N_("scored below full points"))
 
 
 # what nbgrader leaves in a solution cell it hands out (ClearSolutions' default texts)
@@ -231,11 +233,12 @@ def run_notebook(nb: nbformat.NotebookNode, folder: Path, timeout: int = CELL_TI
     client = _CheckClient(nb, km=km, timeout=timeout, log=_QUIET, resources={"metadata": {"path": str(folder)}})
     stopped = None
     try:
-        client.execute()
+        # the kernel speaks English, whatever the learner's language: check reads what it prints
+        client.execute(env={**os.environ, LANG_ENV: "en"})
     except CellTimeoutError:
-        stopped = f"cell {client.current} ignored the interrupt after its time limit"
+        stopped = N_(f"cell {client.current} ignored the interrupt after its time limit")
     except DeadKernelError:
-        stopped = "the kernel died (your code ended the process, or it ran out of memory)"
+        stopped = N_("the kernel died (your code ended the process, or it ran out of memory)")
     finally:
         if km.has_kernel:  # nbclient leaves a kernel it did not create running
             run_sync(km.shutdown_kernel)(now=True)
@@ -267,7 +270,7 @@ def report_from(run: Run, path: Path, timeout: float, full: bool = False) -> Che
     nb = run.nb
     results, problems, hidden, unwritten, written = [], [], [], [], []
     if run.stopped:
-        problems.append(f"the run stopped: {run.stopped}")
+        problems.append(N_(f"the run stopped: {run.stopped}"))
     failed_answers: dict[str, str] = {}    # a name an answer cell defines -> why that cell failed
     for index, cell in enumerate(nb.cells):
         r = role(cell)
@@ -285,7 +288,7 @@ def report_from(run: Run, path: Path, timeout: float, full: bool = False) -> Che
                 result = TestResult(r.grade_id or "?", 0.0, r.points, "failed", timed_out_message(timeout))
             elif cell.get("execution_count") is None and not cell.get("outputs"):
                 result = TestResult(r.grade_id or "?", 0.0, r.points, "failed",
-                                    "did not run: the notebook stopped before this cell")
+                                    N_("did not run: the notebook stopped before this cell"))
             else:
                 result = _explained(score_cell(cell), failed_answers)
             result.hidden = bool(cell.metadata.get(HIDDEN_KEY))
@@ -296,10 +299,10 @@ def report_from(run: Run, path: Path, timeout: float, full: bool = False) -> Che
             if error and error.split(":")[0] == "NotImplementedError":
                 continue           # an answer still as handed out: its tests say "not started"
             if error:
-                where = f"answer cell {r.grade_id}" if r.solution else f"cell {r.grade_id}"
-                problems.append(f"{where}: {error}")
+                where = N_(f"answer cell {r.grade_id}") if r.solution else N_(f"cell {r.grade_id}")
+                problems.append(N_(f"{where}: {error}"))
                 for name in _names_defined(cell.source) | ({r.grade_id} if r.grade_id else set()):
-                    failed_answers.setdefault(name, f"{where} failed ({error})")
+                    failed_answers.setdefault(name, N_(f"{where} failed ({error})"))
     return CheckReport(path, results, problems, hidden, unwritten, written, full)
 
 
@@ -307,11 +310,12 @@ def _explained(result: TestResult, failed_answers: dict[str, str]) -> TestResult
     """A row's message in the learner's terms: a name missing because its answer cell failed says
     so; a function still raising NotImplementedError reminds that check reads the saved file."""
     if result.status == "not started":
-        result.message = f"{result.message} ({SAVE_FIRST})"
+        result.message = N_(f"{result.message} ({SAVE_FIRST})")
         return result
     missing = _UNDEFINED.match(result.message)
     if missing and missing.group(1) in failed_answers:
-        result.message = f"{missing.group(1)} is not defined: its {failed_answers[missing.group(1)]}; fix that cell"
+        name, why = missing.group(1), failed_answers[missing.group(1)]
+        result.message = N_(f"{name} is not defined: its {why}; fix that cell")
     return result
 
 

@@ -14,6 +14,7 @@ from typing import Callable
 
 import nbformat
 
+from ..kernel.i18n import DEFAULT, say
 from .cells import SOLUTION_MARKERS, role
 from .selfcheck import CheckReport
 
@@ -104,7 +105,7 @@ def hints(path: Path, report: CheckReport) -> list[tuple[str, str]]:
 
 
 def watch_check(path: Path, run_once: Callable[[], CheckReport], console, interval: float = POLL_SECONDS,
-                max_runs: int | None = None) -> int:
+                max_runs: int | None = None, lang: str = DEFAULT) -> int:
     """Run ``run_once`` (which prints the check table) on every save; print hints after a failure.
 
     Returns 0 when the last check passed, 1 otherwise (after Ctrl-C or ``max_runs`` checks).
@@ -118,16 +119,17 @@ def watch_check(path: Path, run_once: Callable[[], CheckReport], console, interv
         try:
             report = run_once()
         except Exception as exc:  # a half-saved or broken file: say so and keep watching
-            console.print(f"[red]could not check {path.name}:[/] {escape(f'{type(exc).__name__}: {exc}')}")
+            console.print(f"[red]{say(lang, 'could not check {name}:', name=path.name)}[/] "
+                          f"{escape(f'{type(exc).__name__}: {exc}')}")
             state["ok"] = False
         else:
             state["ok"] = report.all_passed
             for name, text in hints(path, report):
-                console.print(f"[yellow]hint for {name}():[/] {escape(text)}")
-        console.print(f"[dim]watching {path.name}: save it to check again; Ctrl-C to stop.[/]")
+                console.print(f"[yellow]{say(lang, 'hint for {name}():', name=name)}[/] {escape(text)}")
+        console.print(f"[dim]{say(lang, 'watching {name}: save it to check again; Ctrl-C to stop.', name=path.name)}[/]")
 
     try:
         watch(path, once, interval=interval, max_runs=max_runs)
     except KeyboardInterrupt:
-        console.print("stopped watching.")
+        console.print(say(lang, "stopped watching."))
     return 0 if state["ok"] else 1
