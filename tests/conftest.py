@@ -24,12 +24,12 @@ import harness
 
 # paired as described above: (browser, agreement), (corpus, grading), (tamper, plain), then the
 # rest by whole-file time (see the durations `make test` prints)
-START_ORDER = ["test_browser.py", "test_corpus.py", "test_tamper.py",
-               "test_grader_agreement.py", "test_grading.py", "test_nbgrader_plain.py",
+START_ORDER = ["test_browser.py", "test_corpus.py", "test_tamper.py", "test_check_agreement.py",
+               "test_grader_agreement.py", "test_grading.py", "test_class_flow.py", "test_nbgrader_plain.py",
                "test_assignment_check.py", "test_course.py", "test_course_grader.py", "test_agreement.py",
                "test_grade_flow.py", "test_authoring_guide.py", "test_new_exercise.py", "test_kind_module_zoo.py",
                "test_sync.py", "test_grading_scale.py", "test_progress.py", "test_real_kernel.py",
-               "test_browser_learner.py", "test_check_agreement.py", "test_reveals.py", "test_finish.py", "test_check_view.py",
+               "test_browser_learner.py", "test_browser_report.py", "test_reveals.py", "test_finish.py", "test_check_view.py",
                "test_browser_zh.py", "test_zh_grading.py", "test_zh_learner.py",
                "test_site_handout.py", "test_lectures.py", "test_package.py", "test_checks_properties.py",
                "test_i18n.py", "test_zh_parity.py", "test_gpu.py"]
