@@ -80,7 +80,7 @@ class _SharedPool:
         with cls.lock:
             if cls.pool is None or cls.pool.sandboxed != sandboxed:
                 cls.close()
-                cls.pool = SlotPool(1, sandboxed).__enter__()
+                cls.pool = SlotPool(1, sandboxed, background=True).__enter__()   # the job waits for it
             return cls.pool
 
     @classmethod

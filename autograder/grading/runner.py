@@ -40,7 +40,7 @@ from .record import Recording
 from .source import FollowsSource, GradingError
 from .bwrap import probe
 from .sandbox import Limits
-from .state import GradingState, Result, submission_hash
+from .state import GradingState, Result, submission_hash, surely_graded
 
 
 def load_config(root: Path) -> Config:
@@ -81,6 +81,7 @@ class Grader(Recording, FollowsSource):
         self.jobs = jobs or self.options.jobs or configuration.default_jobs()
         self.scheduler = scheduler if scheduler is not None else (self.options.scheduler or None)
         self.pool = pool
+        self._own: SlotPool | None = None      # the run's own slots, when no pool is given
         self.log = log
         self.require_sandbox = require_sandbox if require_sandbox is not None \
             else configuration.require_sandbox(self.config)
@@ -218,11 +219,20 @@ class Grader(Recording, FollowsSource):
         # nbgrader's gradebook API trips SQLAlchemy's autoflush warnings; they are about nbgrader
         warnings.filterwarnings("ignore", category=SAWarning)
         settle_memory()
+        self.started_at = time.monotonic()
+        hashes = self._hashes()
+        # the slots start now, in the background, while the gradebook follows solutions/ and the
+        # submissions are prepared: as many as there are submissions surely to grade (more later)
+        self._start_slots(self._surely_graded(hashes))
+        try:
+            return self._follow_and_run(progress, hashes)
+        finally:
+            self._close_slots()
+
+    def _follow_and_run(self, progress, hashes: dict[str, str]) -> list[Result]:
         notebooks = self._notebook_ids()
         self.tests_key()
-        self.started_at = time.monotonic()
         self.unchanged, self.interrupted = [], []
-        hashes = self._hashes()
         if self.only_changed:
             self.unchanged = self._unchanged(hashes)
         students = [s for s in self.students if s not in self.unchanged]
@@ -244,6 +254,25 @@ class Grader(Recording, FollowsSource):
 
         wall = wall_seconds if wall_seconds is not None else time.monotonic() - getattr(self, "started_at", time.monotonic())
         return write_report(build_report(self, results, wall, misconception_counts), self.report_dir)
+
+    def _surely_graded(self, hashes: dict[str, str]) -> int:
+        """How many students this run grades whatever the gradebook says (``_unchanged`` may find
+        more to grade once the tests are known, never fewer)."""
+        if not self.only_changed:
+            return len(self.students)
+        return surely_graded({s: hashes.get(s, "") for s in self.students}, self.state.read(), self.named,
+                             lambda s: self._path(self.coursedir.autograded_directory, s).is_dir())
+
+    def _start_slots(self, n: int) -> None:
+        """Start (without waiting) this run's own slots, ``n`` at most ``jobs``; more with ``grow``."""
+        if n and self.pool is None and not self.scheduler and self._own is None:
+            self._own = SlotPool(max(1, self.jobs), self.sandboxed, background=True, initial=min(self.jobs, n))
+            self._own_pool = self._own.__enter__()
+
+    def _close_slots(self) -> None:
+        own, self._own = self._own, None
+        if own is not None:
+            own.__exit__(None, None, None)
 
     def _hashes(self) -> dict[str, str]:
         out = {}
@@ -389,10 +418,13 @@ class Grader(Recording, FollowsSource):
             yield from self._execute_dask(pending)
             return
         if self.pool is not None:
+            if getattr(self.pool, "background", False):      # started before the run knew its size
+                self.pool.grow(min(self.jobs, len(pending)))
             yield from self.pool.map(pending, self.stopping)
             return
-        with SlotPool(max(1, min(self.jobs, len(pending))), self.sandboxed) as pool:
-            yield from pool.map(pending, self.stopping)
+        self._start_slots(len(pending))
+        self._own_pool.grow(min(self.jobs, len(pending)))
+        yield from self._own_pool.map(pending, self.stopping)
 
     def _execute_dask(self, pending):
         from distributed import Client, as_completed as dask_completed
