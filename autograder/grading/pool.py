@@ -135,6 +135,11 @@ class SlotPool:
                     if self._none_can_start():
                         raise self.failures[0]
 
+    def failed(self) -> bool:
+        """Whether every slot the pool started failed to start."""
+        with self.lock:
+            return self._none_can_start()
+
     def _none_can_start(self) -> bool:
         return bool(self.launched) and len(self.failures) == len(self.launched)
 
