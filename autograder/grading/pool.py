@@ -15,7 +15,6 @@ import zlib
 from collections import deque
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from pathlib import Path
-
 from typing import TYPE_CHECKING
 
 from .files import remove_trees
