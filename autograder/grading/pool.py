@@ -92,7 +92,10 @@ class SlotPool:
         return self
 
     def grow(self, n: int) -> None:
-        """Start slots, without waiting, until ``n`` (at most ``size``) are started or starting."""
+        """Start slots, without waiting, until ``n`` (at most ``size``) are started or starting
+        (a pool that started them all in ``__enter__`` has nothing to add)."""
+        if not self.background:
+            return
         with self.lock:
             while len(self.launched) < min(n, self.size) and not self.closing:
                 slot = Slot(len(self.launched), self.base, self.sandboxed)
