@@ -332,8 +332,8 @@ def cmd_grade(args: argparse.Namespace) -> int:
     import contextlib
 
     from .grading.config import GradeOptions
-    from .grading.pool import SlotPool
-    from .grading.runner import GradingError
+    from .grading.pool import SlotPool, slots_worth_starting
+    from .grading.source import GradingError    # (not runner: nbgrader loads after the slots start)
 
     try:
         root, cfg = _grading_config(args)
@@ -364,7 +364,8 @@ def cmd_grade(args: argparse.Namespace) -> int:
             if "pool" in shared or len(assignments) == 1:
                 return shared.get("pool")
             if "pool" not in shared:
-                shared["pool"] = stack.enter_context(SlotPool(max(1, grader.jobs), grader.sandboxed, background=True))
+                shared["pool"] = stack.enter_context(SlotPool(max(1, grader.jobs), grader.sandboxed, background=True,
+                                                             initial=slots_worth_starting(len(grader.students), grader.jobs)))
             return shared["pool"]
 
         for assignment in assignments:
@@ -406,10 +407,10 @@ def _early_slots(root: Path, cfg, options, args, assignment: str):
         return None
     if not n:
         return None
-    from .grading.pool import SlotPool
+    from .grading.pool import SlotPool, slots_worth_starting
 
     jobs = max(1, options.jobs or default_jobs())
-    return SlotPool(jobs, True, background=True, initial=min(jobs, n))
+    return SlotPool(jobs, True, background=True, initial=slots_worth_starting(n, jobs))
 
 
 def _grade_one(args, root, cfg, options, assignment: str, pool_for) -> int:

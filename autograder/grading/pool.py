@@ -7,6 +7,7 @@ runs.
 """
 from __future__ import annotations
 
+import os
 import pickle
 import queue
 import tempfile
@@ -30,6 +31,15 @@ def execute(job: "Job", slot: Slot) -> "Outcome":
     from .jobs import execute as run
 
     return run(job, slot)
+
+
+def slots_worth_starting(submissions: int, jobs: int, cores: int | None = None) -> int:
+    """How many slots a call with ``submissions`` to grade starts (at most ``jobs``).  A slot's
+    start costs about as much CPU as three submissions (two servers, each loading torch), so
+    where the cores cannot start them all side by side (two each), a slot is started for every
+    three submissions: on 2 cores, 4 submissions get 2 slots rather than 3."""
+    cores = cores or os.cpu_count() or 1
+    return max(1, min(jobs, submissions, max(-(-submissions // 3), cores // 2)))
 
 
 def as_results(futures: dict, completed):

@@ -35,7 +35,7 @@ from .execute import NO_SANDBOX, flag_in_gradebook, require_python_kernel
 from .files import remove_trees, submission_files
 from .intake import read_notebook, repair
 from .jobs import Job, Outcome, add_guards, settle_memory
-from .pool import PackedJob, PendingJobs, SlotPool, as_results
+from .pool import PackedJob, PendingJobs, SlotPool, as_results, slots_worth_starting
 from .record import Recording
 from .source import FollowsSource, GradingError
 from .bwrap import probe
@@ -266,7 +266,8 @@ class Grader(Recording, FollowsSource):
     def _start_slots(self, n: int) -> None:
         """Start (without waiting) this run's own slots, ``n`` at most ``jobs``; more with ``grow``."""
         if n and self.pool is None and not self.scheduler and self._own is None:
-            self._own = SlotPool(max(1, self.jobs), self.sandboxed, background=True, initial=min(self.jobs, n))
+            self._own = SlotPool(max(1, self.jobs), self.sandboxed, background=True,
+                                 initial=slots_worth_starting(n, self.jobs))
             self._own_pool = self._own.__enter__()
 
     def _close_slots(self) -> None:
@@ -419,11 +420,11 @@ class Grader(Recording, FollowsSource):
             return
         if self.pool is not None:
             if getattr(self.pool, "background", False):      # started before the run knew its size
-                self.pool.grow(min(self.jobs, len(pending)))
+                self.pool.grow(slots_worth_starting(len(pending), self.jobs))
             yield from self.pool.map(pending, self.stopping)
             return
         self._start_slots(len(pending))
-        self._own_pool.grow(min(self.jobs, len(pending)))
+        self._own_pool.grow(slots_worth_starting(len(pending), self.jobs))
         yield from self._own_pool.map(pending, self.stopping)
 
     def _execute_dask(self, pending):
