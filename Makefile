@@ -138,7 +138,7 @@ handout: setup
 # Plain `nbgrader autograde` against `copy-that grade --all` on PER correct submissions of every
 # assignment (4 and 16 by default), with the cells alone as a floor: ratios, identical scores.
 bench: test-deps
-	PYTHONPATH=tests $(PY) bench/grade_bench.py --per $(or $(PER),4 16)
+	PYTHONPATH=tests $(PY) bench/grade_bench.py --per $(or $(PER),4 16) --formgrader
 
 # The grader's memory over a class of N submissions (1,000 by default): its peak RSS and growth.
 bench-memory: test-deps

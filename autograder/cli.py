@@ -375,8 +375,8 @@ def cmd_grade(args: argparse.Namespace) -> int:
     import contextlib
 
     from .grading.config import GradeOptions
-    from .grading.pool import SlotPool
-    from .grading.runner import GradingError
+    from .grading.pool import SlotPool, slots_worth_starting
+    from .grading.source import GradingError    # (not runner: nbgrader loads after the slots start)
 
     try:
         root, cfg = _grading_config(args)
@@ -397,11 +397,18 @@ def cmd_grade(args: argparse.Namespace) -> int:
     shared: dict = {}      # the slot pool, started by the first assignment that has work
     worst = 0
     with contextlib.ExitStack() as stack:
+        early = _early_slots(root, cfg, options, args, assignments[0])
+        if early is not None:
+            shared["pool"] = stack.enter_context(early)
+
         def pool_for(grader):
-            if len(assignments) == 1 or grader.scheduler:
+            if grader.scheduler:
                 return None
+            if "pool" in shared or len(assignments) == 1:
+                return shared.get("pool")
             if "pool" not in shared:
-                shared["pool"] = stack.enter_context(SlotPool(max(1, grader.jobs), grader.sandboxed))
+                shared["pool"] = stack.enter_context(SlotPool(max(1, grader.jobs), grader.sandboxed, background=True,
+                                                             initial=slots_worth_starting(len(grader.students), grader.jobs)))
             return shared["pool"]
 
         for assignment in assignments:
@@ -411,6 +418,42 @@ def cmd_grade(args: argparse.Namespace) -> int:
             if code == 130:       # stopped: the assignments after it are not started
                 break
     return worst
+
+
+def _early_slots(root: Path, cfg, options, args, assignment: str):
+    """The grading slots, started now (in the background) when the first assignment surely has
+    submissions to grade: their fork servers load torch while this process loads nbgrader.  None
+    when that cannot be told cheaply (another folder layout, Dask, no sandbox): the run starts
+    them itself."""
+    from .grading.bwrap import probe
+    from .grading.config import default_jobs
+    from .grading.state import GradingState, submission_hash, surely_graded
+
+    try:
+        dirs = cfg.CourseDirectory
+        if options.scheduler or "directory_structure" in dirs or probe() is not None:
+            return None
+        submitted = root / dirs.get("submitted_directory", "submitted")
+        folders = {p.parent.name: p for p in submitted.glob(f"*/{assignment}")
+                   if p.is_dir() and not p.is_symlink() and not p.parent.is_symlink()}
+        named = list(args.student or [])
+        if named:
+            folders = {s: f for s, f in folders.items() if s in named}
+        if options.force:
+            n = len(folders)
+        else:
+            graded = root / dirs.get("autograded_directory", "autograded")
+            state = GradingState(root / options.report_directory / assignment / "grading-state.json").read()
+            n = surely_graded({s: submission_hash(f) for s, f in folders.items()}, state, named,
+                              lambda s: (graded / s / assignment).is_dir())
+    except Exception:       # a guess that cannot be made is left to the run
+        return None
+    if not n:
+        return None
+    from .grading.pool import SlotPool, slots_worth_starting
+
+    jobs = max(1, options.jobs or default_jobs())
+    return SlotPool(jobs, True, background=True, initial=slots_worth_starting(n, jobs))
 
 
 def _grade_one(args, root, cfg, options, assignment: str, pool_for) -> int:

@@ -1,28 +1,36 @@
-"""Benchmark: plain `nbgrader autograde` against `copy-that grade`, side by side (``make bench``).
+"""Benchmark: plain `nbgrader autograde` against `copy-that grade`, one call per assignment (``make bench``).
 
-For each class size (``--per``: submissions per assignment, 4 and 16 by default) the same correct
-submissions of every assignment (the reference answers and the answer corpus's right answers, in
-turn) are graded in one run, each way in its own scratch course:
+An instructor grades week by week: one assignment a call.  For each class size (``--per``:
+submissions per call, 4 and 16 by default) the same correct submissions of every assignment (the
+reference answers and the answer corpus's right answers, in turn) are graded in one run, each way
+in its own scratch course, one call per assignment, the two ways taking turns assignment by
+assignment (so that both see the same load on a shared machine):
 
-- the baseline: plain ``nbgrader autograde "*"`` with nbgrader's stock ``Execute`` (one fresh
-  kernel per notebook, one after another), as one command;
-- ``copy-that grade --all`` as an instructor types it: one command, sandboxed fork-server slots,
-  as many at once as its default (one more than the cores), or ``--jobs``;
+- the baseline: plain ``nbgrader autograde <assignment>`` with nbgrader's stock ``Execute`` (its
+  own configuration, no sandbox: one fresh kernel per notebook, one after another);
+- ``copy-that grade <assignment>`` as an instructor types it: sandboxed fork-server slots, as many
+  at once as its default (one more than the cores), or ``--jobs``;
 - the cells alone: the same notebooks run by ``tests/inprocess.py`` (torch loaded once, one
   forked IPython shell per notebook, no kernel, no gradebook): a floor for any grader.
 
 Per-cell scores of the baseline and ``grade`` must be identical.  Printed: ratios, never a bare
-time (the machine is shared and noisy): the baseline over ``grade`` (the speed-up), and ``grade``
-over the cells alone.  ``--course-config`` adds plain nbgrader with the course's configuration
-(its ``SandboxedExecute``, one slot).
+time alone (the machine may be shared and noisy): the baseline over ``grade`` for the whole run
+(the speed-up) and the spread of that ratio over the calls, ``grade`` over the cells alone, and,
+from the two sizes, each way's fixed cost of a call and its time per submission (a straight line
+through the two sizes' times per call; medians over the assignments).
 
-    PYTHONPATH=tests .venv/bin/python bench/grade_bench.py --per 4 16
+``--formgrader`` times the formgrader's Autograde button for one student: nbgrader's
+``NbGraderAPI.autograde`` in a process that has nbgrader loaded, as a Jupyter server does, with
+the course's configuration (``SandboxedExecute``) and with nbgrader's own (stock ``Execute``).
+
+    PYTHONPATH=tests .venv/bin/python bench/grade_bench.py --per 4 16 --formgrader
 """
 from __future__ import annotations
 
 import argparse
 import importlib
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -37,6 +45,8 @@ from harness import ROOT, scratch_course, submission, submit
 from autograder.course.build import run_nbgrader
 from autograder.course.layout import assignments
 from autograder.grading.config import default_jobs
+
+STOCK = "\nc.Autograde.pop('autograde_preprocessors', None)\n"   # nbgrader's own Execute again
 
 
 def correct_submissions(assignment: str, n: int) -> dict:
@@ -70,25 +80,30 @@ def must(proc: subprocess.CompletedProcess, what: str) -> None:
         raise SystemExit(f"{what} failed:\n{(proc.stdout or '')[-2000:]}\n{(proc.stderr or '')[-3000:]}")
 
 
-def one_size(per: int, names: list[str], jobs: int, course_config: bool, tmp: Path) -> dict:
-    subs = {a: correct_submissions(a, per) for a in names}
-    roots = {}
-    for label in ("plain", "ours") + (("course",) if course_config else ()):
-        root = roots[label] = scratch_course(tmp / f"{label}-{per}")
-        for assignment, students in subs.items():
-            for student, nb in students.items():
-                submit(root, assignment, student, nb)
-    with open(roots["plain"] / "nbgrader_config.py", "a") as config:   # nbgrader's own Execute again
-        config.write("\nc.Autograde.pop('autograde_preprocessors', None)\n")
+def courses(tmp: Path, label: str, subs: dict, stock: bool) -> Path:
+    root = scratch_course(tmp / label)
+    for assignment, students in subs.items():
+        for student, nb in students.items():
+            submit(root, assignment, student, nb)
+    if stock:
+        with open(root / "nbgrader_config.py", "a") as config:
+            config.write(STOCK)
+    return root
 
-    figures = {}
-    figures["plain"] = timed(lambda: must(run_nbgrader("autograde", "*", cwd=roots["plain"]), "nbgrader autograde"))
-    if course_config:
-        figures["course"] = timed(lambda: must(run_nbgrader("autograde", "*", cwd=roots["course"]),
-                                               "nbgrader autograde (course config)"))
-    grade = [sys.executable, "-m", "autograder", "grade", "--all"] + (["--jobs", str(jobs)] if jobs else [])
-    figures["ours"] = timed(lambda: must(subprocess.run(grade, cwd=roots["ours"], capture_output=True, text=True),
-                                         "copy-that grade"))
+
+def one_size(per: int, names: list[str], jobs: int, tmp: Path) -> dict:
+    """Each way's time per call (one call per assignment, the two ways in turn), the cells alone,
+    and the per-cell comparison of scores."""
+    subs = {a: correct_submissions(a, per) for a in names}
+    plain, ours = courses(tmp, f"plain-{per}", subs, True), courses(tmp, f"ours-{per}", subs, False)
+    grade = [sys.executable, "-m", "autograder", "grade"]
+    figures = {"plain": {}, "ours": {}}
+    for assignment in names:
+        figures["plain"][assignment] = timed(lambda: must(run_nbgrader("autograde", assignment, cwd=plain),
+                                                          f"nbgrader autograde {assignment}"))
+        argv = grade + [assignment] + (["--jobs", str(jobs)] if jobs else [])
+        figures["ours"][assignment] = timed(lambda: must(subprocess.run(argv, cwd=ours, capture_output=True, text=True),
+                                                         f"copy-that grade {assignment}"))
     cells = tmp / f"cells-{per}"
     cells.mkdir()
     for assignment, students in subs.items():
@@ -97,40 +112,99 @@ def one_size(per: int, names: list[str], jobs: int, course_config: bool, tmp: Pa
     figures["cells"] = timed(lambda: must(subprocess.run([sys.executable, str(ROOT / "tests" / "inprocess.py"),
                                                           str(cells)], capture_output=True, text=True),
                                           "the cells alone"))
-    a, b = cell_scores(roots["plain"], subs), cell_scores(roots["ours"], subs)
+    a, b = cell_scores(plain, subs), cell_scores(ours, subs)
     figures["cells_compared"] = len(a)
     figures["differ"] = sorted(k for k in a if a[k] != b.get(k))
-    if course_config:
-        c = cell_scores(roots["course"], subs)
-        figures["differ"] += sorted(k for k in a if a[k] != c.get(k))
     figures["notebooks"] = per * len(names)
     return figures
 
 
+FORMGRADER = """
+import sys, time
+from pathlib import Path
+from nbgrader.apps.api import NbGraderAPI          # loaded when a Jupyter server starts
+from autograder.grading.config import load_config
+
+root, assignment, student = Path(sys.argv[1]), sys.argv[2], sys.argv[3]
+api = NbGraderAPI(config=load_config(root, cwd=root))
+for click in ("first", "second"):
+    start = time.perf_counter()
+    result = api.autograde(assignment, student)
+    assert result["success"], result.get("error") or result.get("log")
+    print(click, time.perf_counter() - start, flush=True)
+"""
+
+
+def formgrader(assignment: str, tmp: Path, rounds: int) -> dict:
+    """The Autograde button for one student, twice in one server process, each configuration;
+    ``rounds`` fresh processes each, taking turns."""
+    subs = {assignment: correct_submissions(assignment, 1)}
+    roots = {"plain": courses(tmp, "fg-plain", subs, True), "ours": courses(tmp, "fg-ours", subs, False)}
+    times: dict = {(way, click): [] for way in roots for click in ("first", "second")}
+    for _ in range(rounds):
+        for way, root in roots.items():
+            proc = subprocess.run([sys.executable, "-c", FORMGRADER, str(root), assignment, "student000"],
+                                  cwd=root, capture_output=True, text=True)
+            must(proc, f"the Autograde button ({way})")
+            for line in proc.stdout.splitlines():
+                click, seconds = line.split()
+                times[(way, click)].append(float(seconds))
+    same = cell_scores(roots["plain"], subs) == cell_scores(roots["ours"], subs)
+    return {"times": times, "same": same}
+
+
+def fit(t4: float, t16: float, n4: int, n16: int) -> tuple[float, float]:
+    """(fixed cost of a call, time per submission): the line through two calls' times."""
+    per = (t16 - t4) / (n16 - n4)
+    return t4 - n4 * per, per
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--per", type=int, nargs="+", default=[4, 16], help="submissions per assignment")
+    parser.add_argument("--per", type=int, nargs="+", default=[4, 16], help="submissions per call")
     parser.add_argument("--assignment", action="append", help="only this assignment (repeatable; default all)")
     parser.add_argument("--jobs", type=int, default=0, help="grade's --jobs (default: grade's own default)")
-    parser.add_argument("--course-config", action="store_true",
-                        help="also time plain nbgrader with the course configuration")
+    parser.add_argument("--formgrader", action="store_true", help="also time the Autograde button for one student")
+    parser.add_argument("--rounds", type=int, default=3, help="fresh server processes per way for --formgrader")
     args = parser.parse_args()
     names = args.assignment or assignments(ROOT)
     ok = True
     jobs = args.jobs or default_jobs()
-    print(f"{len(names)} assignments, {os.cpu_count()} cores, grade --jobs {jobs}"
-          f"{'' if args.jobs else ' (its default)'}; correct submissions")
-    print(f"{'per assignment':>14} {'notebooks':>9} {'plain / grade':>14} {'grade / cells alone':>20} "
-          + (f"{'plain / course config':>22} " if args.course_config else "") + "scores")
+    print(f"{len(names)} assignments, one call per assignment each way, {os.cpu_count()} cores, "
+          f"grade --jobs {jobs}{'' if args.jobs else ' (its default)'}; correct submissions")
+    print(f"{'per call':>8} {'notebooks':>9} {'plain / grade':>14} {'per call: median (min-max)':>27} "
+          f"{'grade / cells alone':>20} scores")
+    sizes = {}
     with tempfile.TemporaryDirectory(prefix="copy-that-bench-") as tmp:
         for per in args.per:
-            f = one_size(per, names, args.jobs, args.course_config, Path(tmp))
+            f = sizes[per] = one_size(per, names, args.jobs, Path(tmp))
             same = not f["differ"]
             ok &= same
-            print(f"{per:>14} {f['notebooks']:>9} {f['plain'] / f['ours']:>13.1f}x {f['ours'] / f['cells']:>19.1f}x "
-                  + (f"{f['plain'] / f['course']:>21.1f}x " if args.course_config else "")
+            plain, ours = sum(f["plain"].values()), sum(f["ours"].values())
+            ratios = [f["plain"][a] / f["ours"][a] for a in names]
+            print(f"{per:>8} {f['notebooks']:>9} {plain / ours:>13.2f}x "
+                  f"{statistics.median(ratios):>14.2f}x ({min(ratios):.2f}-{max(ratios):.2f}) "
+                  f"{ours / f['cells']:>19.1f}x "
                   + (f"identical in all {f['cells_compared']} cells" if same else f"DIFFER: {f['differ'][:5]}"),
                   flush=True)
+        if len(args.per) >= 2:
+            small, large = args.per[0], args.per[-1]
+            for way, label in (("plain", "plain nbgrader"), ("ours", "grade")):
+                lines = [fit(sizes[small][way][a], sizes[large][way][a], small, large) for a in names]
+                print(f"{label:>14}: fixed cost of a call {statistics.median(l[0] for l in lines):.2f} s, "
+                      f"{statistics.median(l[1] for l in lines):.2f} s per submission "
+                      f"(medians over the assignments, from {small} and {large} a call)")
+        if args.formgrader:
+            fg = formgrader(names[0], Path(tmp), args.rounds)
+            ok &= fg["same"]
+            med = {k: statistics.median(v) for k, v in fg["times"].items()}
+            spread = {k: f"{min(v):.2f}-{max(v):.2f}" for k, v in fg["times"].items()}
+            for click in ("first", "second"):
+                print(f"Autograde button, one student of {names[0]}, {click} click in a server: plain nbgrader "
+                      f"{med[('plain', click)]:.2f} s ({spread[('plain', click)]}), the course's configuration "
+                      f"{med[('ours', click)]:.2f} s ({spread[('ours', click)]}): "
+                      f"{med[('plain', click)] / med[('ours', click)]:.2f}x")
+            print(f"Autograde button scores: {'identical' if fg['same'] else 'DIFFER'}")
     return 0 if ok else 1
 
 

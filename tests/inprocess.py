@@ -98,9 +98,10 @@ def main(jobs: Path) -> int:
     import torch
 
     torch.set_num_threads(1)
-    from autograder.grading.forkserver import preload
+    from autograder.grading.forkserver import _warm_up, preload
 
     preload()   # what the grader's fork server loads and runs once, before forking kernels
+    _warm_up(torch)   # (which it runs for notebooks that use an optimizer)
 
     pending = sorted(p for p in jobs.glob("*.ipynb") if not p.name.endswith(".out.ipynb"))
     # what each child uses to read and write its notebook, loaded here once: imported in the

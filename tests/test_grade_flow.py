@@ -146,7 +146,7 @@ def test_the_report_covers_students_and_cells_and_escapes_what_students_wrote(fl
     assert f"script-src '{SCRIPT_HASH}'" in page, "allowed by its hash alone"
     assert "&lt;img src=x onerror=alert(1)&gt;" in page and "=1+1&lt;b&gt;x" in page
     assert 'content="default-src \'none\'; img-src data:' in page
-    assert "data:image/png;base64,iVBOR" in page, "the histogram is an inline PNG"
+    assert "data:image/svg+xml;base64,PHN2Zy" in page, "the histogram is an inline SVG image"
     assert "<h2>Misconceptions</h2>" in page, "grade passes misconception_counts to the report"
     assert not re.search(r"""(src|href)=["']?(https?:)?//""", page), "the report fetches nothing"
     rows = {r["student"]: r for r in csv.DictReader((folder / "report.csv").open())}
@@ -365,7 +365,7 @@ def test_the_report_escapes_everything_a_student_controls():
     page = render_html(report)
     assert "</td><script>" not in page and page.count("<script") == 1 and f"<script>{SCRIPT}</script>" in page
     assert page.count("&lt;script&gt;alert(1)&lt;/script&gt;") == 5
-    assert 'src="data:image/png;base64,' in page
+    assert 'src="data:image/svg+xml;base64,' in page
 
 
 def test_the_report_csv_keeps_formulas_as_text(tmp_path):

@@ -78,9 +78,9 @@ class _SharedPool:
         from .pool import SlotPool
 
         with cls.lock:
-            if cls.pool is None or cls.pool.sandboxed != sandboxed:
+            if cls.pool is None or cls.pool.sandboxed != sandboxed or cls.pool.failed():   # (a failed start: again)
                 cls.close()
-                cls.pool = SlotPool(1, sandboxed).__enter__()
+                cls.pool = SlotPool(1, sandboxed, background=True).__enter__()   # the job waits for it
             return cls.pool
 
     @classmethod

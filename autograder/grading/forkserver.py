@@ -8,6 +8,10 @@ JSON lines on stdin/stdout with the grader:
     {"op": "poll"}                                                       -> {"status": null | code}
     {"op": "signal", "signum": n}                                        -> {"ok": true}
     {"op": "reap"}                                                       -> {"status": code}
+    {"op": "warm"}                                                       -> {"ok": true}
+
+``warm`` runs once what torch loads lazily (``_warm_up``): asked for before the first kernel whose
+notebook uses an optimizer, so that a slot grading anything else never pays for it.
 
 ``reap`` kills every process left in the sandbox but the server itself (the sandbox has its own
 PID namespace, so nothing a submission started can hide outside it), and waits for the kernel.
@@ -61,8 +65,6 @@ def preload() -> None:
     from jupyter_client import localinterfaces
 
     localinterfaces.localhost()      # the sandbox's interfaces, found once (they are the kernel's)
-
-    _warm_up(torch)
 
 
 def _warm_up(torch) -> None:
@@ -183,6 +185,7 @@ def serve() -> int:
     sys.stdout = sys.stderr  # nothing else may write on the control pipe
     child: int | None = None
     status: int | None = None
+    warm = False
     _reply(out, {"ready": True})
     while True:
         line = inp.readline()
@@ -227,6 +230,15 @@ def serve() -> int:
                     break
             _reply(out, {"status": status})
             child = None
+        elif op == "warm":
+            if not warm:
+                import torch
+
+                _warm_up(torch)
+                gc.collect()
+                gc.freeze()
+                warm = True
+            _reply(out, {"ok": True})
         elif op == "exit":
             break
     return 0
@@ -237,4 +249,6 @@ if __name__ == "__main__":
     # path: that package is the one the sandbox shows, whatever the environment has installed
     if len(sys.argv) > 1:
         sys.path.insert(0, sys.argv[1])
-    raise SystemExit(serve())
+    code = serve()
+    sys.stderr.flush()
+    os._exit(code)     # no interpreter teardown of torch and the kernel machinery: the slot is done

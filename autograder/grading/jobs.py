@@ -352,6 +352,8 @@ async def _execute(job: Job, slot: Slot) -> Outcome:
             slot.restart()
         slot.clear()
         slot.put_files(job.files)
+        if uses_optimizer(nb):
+            slot.warm_up()       # before the limits: the server's own memory, not the submission's
         oom_before = slot.limit_submission(job.limits)
         if job.judged:
             judge_socket = _fork_judge(slot, job.limits, warm=any("optim" in s for s in job.judged.values()),
@@ -431,6 +433,12 @@ async def _execute(job: Job, slot: Slot) -> Outcome:
 class JudgeUnavailable(Exception):
     """The slot's judge could not be started: the grader's fault, never the submission's, so the
     job fails (and the student's earlier results stay) rather than scoring its judged tests zero."""
+
+
+def uses_optimizer(nb) -> bool:
+    """Whether a notebook's code mentions an optimizer, whose first step makes torch import more
+    (``forkserver._warm_up``); a miss only costs that kernel the import."""
+    return any(c.get("cell_type") == "code" and "optim" in c.get("source", "") for c in nb.get("cells", []))
 
 
 def _fork_judge(slot: Slot, limits: Limits, warm: bool, fixtures: dict[str, str] | None = None):

@@ -36,6 +36,7 @@ class JudgeBox(Sandbox):
         self.proc: subprocess.Popen | None = None
         self.control: socket.socket | None = None
         self.ready = False
+        self.exit_asked = False
         self.lock = threading.Lock()
         self._buffer = b""
         self._oom_before = 0
@@ -50,7 +51,7 @@ class JudgeBox(Sandbox):
             self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log, cwd="/", env=env,
                                          pass_fds=(theirs.fileno(),), start_new_session=True)
         theirs.close()
-        self.control, self.ready, self._buffer = mine, False, b""
+        self.control, self.ready, self._buffer, self.exit_asked = mine, False, b"", False
 
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
@@ -66,10 +67,18 @@ class JudgeBox(Sandbox):
             raise SlotError(f"judge {self.index}: the judge server did not start")
         self.ready = True
 
+    def ask_to_exit(self) -> None:
+        """Tell the server to exit, without waiting (``close`` waits)."""
+        if self.alive() and self.ready and not self.exit_asked:
+            self.exit_asked = True
+            self.control.sendall(b'{"op": "exit"}\n')
+
     def close(self) -> None:
         if self.alive():
             try:
-                self.control.sendall(b'{"op": "exit"}\n')
+                if not self.ready:        # still loading torch: nothing of it is needed
+                    raise SlotError("not started")
+                self.ask_to_exit()
                 self.proc.wait(timeout=5)
             except Exception:
                 self.proc.kill()

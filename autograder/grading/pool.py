@@ -7,6 +7,7 @@ runs.
 """
 from __future__ import annotations
 
+import os
 import pickle
 import queue
 import tempfile
@@ -15,10 +16,30 @@ import zlib
 from collections import deque
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .files import remove_trees
-from .jobs import Job, Outcome, execute
+from .bwrap import SlotError
 from .sandbox import Slot
+
+if TYPE_CHECKING:
+    from .jobs import Job, Outcome
+
+
+def execute(job: "Job", slot: Slot) -> "Outcome":
+    """``jobs.execute``, loaded on first use: a pool starts its slots before nbclient is loaded."""
+    from .jobs import execute as run
+
+    return run(job, slot)
+
+
+def slots_worth_starting(submissions: int, jobs: int, cores: int | None = None) -> int:
+    """How many slots a call with ``submissions`` to grade starts (at most ``jobs``).  A slot's
+    start costs about as much CPU as three submissions (two servers, each loading torch), so
+    where the cores cannot start them all side by side (two each), a slot is started for every
+    three submissions: on 2 cores, 4 submissions get 2 slots rather than 3."""
+    cores = cores or os.cpu_count() or 1
+    return max(1, min(jobs, submissions, max(-(-submissions // 3), cores // 2)))
 
 
 def as_results(futures: dict, completed):
@@ -35,21 +56,36 @@ def as_results(futures: dict, completed):
 class SlotPool:
     """Started slots, each running one job at a time; a pool can serve several grading runs.
 
-    ``map(jobs)`` yields ``(job, outcome, error)`` as the jobs finish.
+    ``map(jobs)`` yields ``(job, outcome, error)`` as the jobs finish.  By default ``__enter__``
+    starts every slot and waits; with ``background`` it starts ``initial`` of them (all: None)
+    without waiting, the jobs taking each slot as it becomes ready, and ``grow(n)`` starts more,
+    up to ``size``: a run starts its slots while it prepares its submissions, and only as many as
+    it has submissions to grade.
     """
 
-    def __init__(self, size: int, sandboxed: bool):
+    def __init__(self, size: int, sandboxed: bool, background: bool = False, initial: int | None = None):
         self.size = size
         self.sandboxed = sandboxed
+        self.background = background
+        self.initial = size if initial is None else min(initial, size)
         self.base: Path | None = None
         self.slots: queue.Queue[Slot] = queue.Queue()
         self.started: list[Slot] = []
         self.threads: ThreadPoolExecutor | None = None
+        self.launched: list[Slot] = []         # slots asked to start (background), started or not
+        self.starters: list[threading.Thread] = []
+        self.failures: list[BaseException] = []
+        self.lock = threading.Lock()
+        self.closing = False
+        self.closed = threading.Event()     # the starting threads' signal to end
 
     def __enter__(self) -> "SlotPool":
         self.base = Path(tempfile.mkdtemp(prefix="copy-that-grade-"))
         # one thread per slot for the pool's whole life: each keeps its event loop
         self.threads = ThreadPoolExecutor(self.size, thread_name_prefix="slot")
+        if self.background:
+            self.grow(self.initial)
+            return self
 
         def start(i: int) -> Slot:
             slot = Slot(i, self.base, self.sandboxed)
@@ -65,10 +101,74 @@ class SlotPool:
             raise
         return self
 
+    def grow(self, n: int) -> None:
+        """Start slots, without waiting, until ``n`` (at most ``size``) are started or starting
+        (a pool that started them all in ``__enter__`` has nothing to add)."""
+        if not self.background:
+            return
+        with self.lock:
+            while len(self.launched) < min(n, self.size) and not self.closing:
+                slot = Slot(len(self.launched), self.base, self.sandboxed)
+                self.launched.append(slot)
+                thread = threading.Thread(target=self._start, args=(slot,), daemon=True,
+                                          name=f"slot-start-{slot.index}")
+                self.starters.append(thread)
+                thread.start()
+
+    def _start(self, slot: Slot) -> None:
+        """Start a slot, then stay until the pool closes: bubblewrap's --die-with-parent follows
+        the thread that started it, which must outlive the slot."""
+        try:
+            slot.start()
+        except BaseException as exc:
+            with self.lock:
+                self.failures.append(exc)
+            slot.release()
+            return
+        with self.lock:
+            closing = self.closing
+            if not closing:
+                self.started.append(slot)
+                self.slots.put(slot)
+        if closing:
+            slot.release()        # the pool closed while it started
+            return
+        self.closed.wait()
+
+    def _take(self) -> Slot:
+        """A ready slot, waiting for one to start; the first start's error if none ever can."""
+        while True:
+            try:
+                return self.slots.get(timeout=0.25)
+            except queue.Empty:
+                with self.lock:
+                    if self.closing:
+                        raise SlotError("the slots were closed")
+                    if self._none_can_start():
+                        raise self.failures[0]
+
+    def failed(self) -> bool:
+        """Whether every slot the pool started failed to start."""
+        with self.lock:
+            return self._none_can_start()
+
+    def _none_can_start(self) -> bool:
+        return bool(self.launched) and len(self.failures) == len(self.launched)
+
     def __exit__(self, *exc) -> None:
+        with self.lock:
+            self.closing = True
+            starting = [slot for slot in self.launched if slot not in self.started]
+        for slot in starting:     # still loading torch: not needed any more
+            slot.abandon()
+        for slot in self.started:       # every server told to exit first: they end side by side
+            slot.ask_to_exit()
         for slot in self.started:
             slot.release()
         self.started.clear()
+        self.closed.set()
+        for thread in self.starters:
+            thread.join()
         if self.threads is not None:
             self.threads.shutdown(cancel_futures=True)
             self.threads = None
@@ -76,7 +176,7 @@ class SlotPool:
             remove_trees(self.base)
 
     def _run(self, job: Job) -> Outcome:
-        slot = self.slots.get()
+        slot = self._take()
         slot.busy = job          # the job it runs, for _interrupt
         try:
             return execute(job, slot)
@@ -105,6 +205,9 @@ class SlotPool:
         try:
             while futures:
                 done, running = wait(set(futures), timeout=0.25, return_when=FIRST_COMPLETED)
+                with self.lock:
+                    if self._none_can_start():     # as when __enter__ starts them and waits
+                        raise self.failures[0]
                 for item in as_results(futures, done):
                     yield item
                 for fut in done:

@@ -12,35 +12,48 @@ from __future__ import annotations
 import base64
 import hashlib
 import html
-import io
 from pathlib import Path
 
 from .report import (STATUS_BROKEN, STATUS_FAILED, STATUS_INTERRUPTED, Report, StudentRow, write_csv)
 
-def histogram_png(report: Report) -> bytes | None:
-    """The distribution of total scores, as PNG bytes (matplotlib, no display needed)."""
+def histogram_svg(report: Report) -> str | None:
+    """The distribution of total scores, as an SVG image: bars drawn here, no plotting library
+    to load (matplotlib was most of the time a report took)."""
     scores = [r.score for r in report.students if r.score is not None and r.status != STATUS_INTERRUPTED]
     if not scores:
         return None
-    import matplotlib
-
-    matplotlib.use("Agg", force=False)
-    from matplotlib.figure import Figure
-
     top = report.max_score or max(scores) or 1.0
     step = max(top / 30, 1.0) if top > 30 else 1.0
     edges = [i * step for i in range(int(top / step) + 2)]
-    fig = Figure(figsize=(6.4, 2.8), dpi=100)
-    ax = fig.add_subplot()
-    ax.hist(scores, bins=edges, color="#3b6ea5", edgecolor="white", align="left")
-    ax.set_xlabel(f"total score (of {top:g})")
-    ax.set_ylabel("students")
-    ax.set_title(f"{report.assignment}: {len(scores)} submissions")
-    ax.yaxis.get_major_locator().set_params(integer=True)
-    fig.tight_layout()
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png")
-    return buf.getvalue()
+    counts = [0] * (len(edges) - 1)
+    for score in scores:    # bins [edge, next edge), the last one closed, as matplotlib counts
+        counts[min(max(int(score // step), 0), len(counts) - 1)] += 1
+    width, height, left, right, above, below = 640, 280, 48, 16, 30, 44
+    plot_w, plot_h = width - left - right, height - above - below
+    most = max(counts) or 1
+    bar = plot_w / len(counts)
+    svg = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+           f'font-family="sans-serif" font-size="11">',
+           f'<text x="{width / 2}" y="18" text-anchor="middle" font-size="13">'
+           f'{html.escape(report.assignment)}: {len(scores)} submissions</text>']
+    for i, n in enumerate(counts):
+        h = plot_h * n / most
+        x = left + i * bar
+        svg.append(f'<rect x="{x + 0.5:.1f}" y="{above + plot_h - h:.1f}" width="{max(bar - 1, 0.5):.1f}" '
+                   f'height="{h:.1f}" fill="#3b6ea5"/>')
+        if len(counts) <= 16 or i % max(1, len(counts) // 10) == 0:
+            svg.append(f'<text x="{x + bar / 2:.1f}" y="{above + plot_h + 14}" text-anchor="middle">'
+                       f'{edges[i]:g}</text>')
+    for t in range(0, most + 1, -(-most // 4)):
+        y = above + plot_h - plot_h * t / most
+        svg.append(f'<text x="{left - 6}" y="{y + 4:.1f}" text-anchor="end">{t}</text>')
+        svg.append(f'<line x1="{left}" x2="{left - 3}" y1="{y:.1f}" y2="{y:.1f}" stroke="#222"/>')
+    svg += [f'<line x1="{left}" x2="{left}" y1="{above}" y2="{above + plot_h}" stroke="#222"/>',
+            f'<line x1="{left}" x2="{left + plot_w}" y1="{above + plot_h}" y2="{above + plot_h}" stroke="#222"/>',
+            f'<text x="{left + plot_w / 2}" y="{height - 8}" text-anchor="middle">total score (of {top:g})</text>',
+            f'<text transform="translate(12 {above + plot_h / 2}) rotate(-90)" text-anchor="middle">students</text>',
+            "</svg>"]
+    return "".join(svg)
 
 
 
@@ -188,7 +201,7 @@ def _students(report: Report) -> list[str]:
 
 def render_html(report: Report) -> str:
     """The page, every piece of student text escaped, with its one script."""
-    png = histogram_png(report)
+    svg = histogram_svg(report)
     parts = [
         "<!DOCTYPE html>", "<html lang=\"en\"><head><meta charset=\"utf-8\">",
         f"<meta http-equiv=\"Content-Security-Policy\" content=\"{CSP}\">",
@@ -205,9 +218,9 @@ def render_html(report: Report) -> str:
               f"<tr><th>maximum possible</th><td class=\"n\">{_num(report.max_score)}</td></tr>",
               f"<tr><th>this run's wall time (s)</th><td class=\"n\">{_num(report.wall_seconds, 1)}</td></tr>", "</table>"]
     parts += _runs(report)
-    if png is not None:
-        parts.append("<h2>Distribution</h2><img alt=\"histogram of total scores\" src=\"data:image/png;base64,"
-                     + base64.b64encode(png).decode("ascii") + "\">")
+    if svg is not None:
+        parts.append("<h2>Distribution</h2><img alt=\"histogram of total scores\" src=\"data:image/svg+xml;base64,"
+                     + base64.b64encode(svg.encode("utf-8")).decode("ascii") + "\">")
     parts.append("<h2>Test cells</h2><p>The most common diagnosis is among attempted work: a test that failed with "
                  "the handed-out <code>NotImplementedError</code> counts as not attempted.</p><table><tr><th>notebook</th>"
                  "<th>cell</th><th>points</th><th>students</th><th>pass rate</th><th>most common diagnosis</th>"

@@ -36,12 +36,12 @@ from .execute import NO_SANDBOX, require_python_kernel
 from .files import remove_trees, submission_files
 from .intake import find_submitted, read_notebook, repair
 from .jobs import Job, Outcome, add_guards, settle_memory
-from .pool import PackedJob, PendingJobs, SlotPool, as_results
+from .pool import PackedJob, PendingJobs, SlotPool, as_results, slots_worth_starting
 from .record import Recording
 from .source import FollowsSource, GradingError
 from .bwrap import probe
 from .sandbox import Limits
-from .state import GradingState, Result, submission_hash
+from .state import GradingState, Result, submission_hash, surely_graded
 
 
 def load_config(root: Path) -> Config:
@@ -82,6 +82,7 @@ class Grader(Recording, FollowsSource):
         self.jobs = jobs or self.options.jobs or configuration.default_jobs()
         self.scheduler = scheduler if scheduler is not None else (self.options.scheduler or None)
         self.pool = pool
+        self._own: SlotPool | None = None      # the run's own slots, when no pool is given
         self.log = log
         self.require_sandbox = require_sandbox if require_sandbox is not None \
             else configuration.require_sandbox(self.config)
@@ -229,11 +230,20 @@ class Grader(Recording, FollowsSource):
         # nbgrader's gradebook API trips SQLAlchemy's autoflush warnings; they are about nbgrader
         warnings.filterwarnings("ignore", category=SAWarning)
         settle_memory()
+        self.started_at = time.monotonic()
+        hashes = self._hashes()
+        # the slots start now, in the background, while the gradebook follows solutions/ and the
+        # submissions are prepared: as many as there are submissions surely to grade (more later)
+        self._start_slots(self._surely_graded(hashes))
+        try:
+            return self._follow_and_run(progress, hashes)
+        finally:
+            self._close_slots()
+
+    def _follow_and_run(self, progress, hashes: dict[str, str]) -> list[Result]:
         notebooks = self._notebook_ids()
         self.tests_key()
-        self.started_at = time.monotonic()
         self.unchanged, self.interrupted = [], []
-        hashes = self._hashes()
         self._previous = self.state.read()
         if self.only_changed:
             self.unchanged = self._unchanged(hashes)
@@ -286,6 +296,25 @@ class Grader(Recording, FollowsSource):
                                 "mean": round(statistics.fmean(scores), 3) if scores else None})
         except OSError as exc:
             self.log(f"could not save the run's figures ({exc})")
+    def _surely_graded(self, hashes: dict[str, str]) -> int:
+        """How many students this run grades whatever the gradebook says (``_unchanged`` may find
+        more to grade once the tests are known, never fewer)."""
+        if not self.only_changed:
+            return len(self.students)
+        return surely_graded({s: hashes.get(s, "") for s in self.students}, self.state.read(), self.named,
+                             lambda s: self._path(self.coursedir.autograded_directory, s).is_dir())
+
+    def _start_slots(self, n: int) -> None:
+        """Start (without waiting) this run's own slots, ``n`` at most ``jobs``; more with ``grow``."""
+        if n and self.pool is None and not self.scheduler and self._own is None:
+            self._own = SlotPool(max(1, self.jobs), self.sandboxed, background=True,
+                                 initial=slots_worth_starting(n, self.jobs))
+            self._own_pool = self._own.__enter__()
+
+    def _close_slots(self) -> None:
+        own, self._own = self._own, None
+        if own is not None:
+            own.__exit__(None, None, None)
 
     def _hashes(self) -> dict[str, str]:
         out = {}
@@ -440,10 +469,13 @@ class Grader(Recording, FollowsSource):
             yield from self._execute_dask(pending)
             return
         if self.pool is not None:
+            if getattr(self.pool, "background", False):      # started before the run knew its size
+                self.pool.grow(slots_worth_starting(len(pending), self.jobs))
             yield from self.pool.map(pending, self.stopping)
             return
-        with SlotPool(max(1, min(self.jobs, len(pending))), self.sandboxed) as pool:
-            yield from pool.map(pending, self.stopping)
+        self._start_slots(len(pending))
+        self._own_pool.grow(slots_worth_starting(len(pending), self.jobs))
+        yield from self._own_pool.map(pending, self.stopping)
 
     def _execute_dask(self, pending):
         from distributed import Client, as_completed as dask_completed

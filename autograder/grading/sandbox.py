@@ -26,11 +26,13 @@ import threading
 from dataclasses import dataclass, asdict
 from pathlib import Path
 
-from jupyter_client import AsyncKernelManager
+from typing import TYPE_CHECKING
 
 from .bwrap import Sandbox, SlotError, forkserver_command
 from .judgebox import JudgeBox
-from .provisioner import QuickReadyClient, SlotProvisioner
+
+if TYPE_CHECKING:
+    from jupyter_client import AsyncKernelManager
 
 SERVER_TASKS = 8       # tasks of bwrap and the fork server, besides a submission's own
 KERNEL_BASENAME = ".copy-that-kernel"
@@ -65,6 +67,8 @@ class Slot(Sandbox):
         super().__init__(f"slot{index}", base_dir, sandboxed)
         self.index = index
         self.proc: subprocess.Popen | None = None
+        self.warm = False     # whether the fork server ran _warm_up
+        self.exit_asked = self.abandoned = False
         self.lock = threading.Lock()
         self.judge = JudgeBox(index, base_dir, sandboxed)
 
@@ -74,10 +78,13 @@ class Slot(Sandbox):
         first submission needs its judge)."""
         if not self.judge.alive():
             self.judge.launch()
+        self.warm = self.exit_asked = False
         argv, env = self.command(forkserver_command())
         with open(self.log_path, "wb") as log:   # bubblewrap's and the server's own messages
             self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log,
                                          cwd="/", env=env, text=True, start_new_session=True)
+        if self.abandoned:
+            self.abandon()
         try:
             reply = self._read(timeout)
         except SlotError as exc:
@@ -88,11 +95,39 @@ class Slot(Sandbox):
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
 
+    def abandon(self) -> None:
+        """Stop a slot that is still starting (its pool closed): both servers killed, so ``start``
+        fails at once rather than waiting for torch to load."""
+        self.abandoned = True
+        for proc in (self.proc, self.judge.proc):
+            if proc is not None and proc.poll() is None:
+                proc.kill()
+
+    def warm_up(self) -> None:
+        """Have the fork server run once what torch loads lazily (an optimizer's first step), for
+        this kernel and every one after it; asked for only by notebooks that use an optimizer."""
+        if not self.warm:
+            self.request({"op": "warm"}, timeout=300)
+            self.warm = True
+
+    def ask_to_exit(self) -> None:
+        """Tell the fork server and the judge's server to exit, without waiting (``close`` waits)."""
+        for ask in (self._ask_to_exit, self.judge.ask_to_exit):
+            try:
+                ask()
+            except Exception:
+                pass     # close() ends it the hard way
+
+    def _ask_to_exit(self) -> None:
+        if self.alive() and not self.exit_asked:
+            self.exit_asked = True
+            self.proc.stdin.write(json.dumps({"op": "exit"}) + "\n")
+            self.proc.stdin.flush()
+
     def close(self) -> None:
         if self.proc and self.proc.poll() is None:
             try:
-                self.proc.stdin.write(json.dumps({"op": "exit"}) + "\n")
-                self.proc.stdin.flush()
+                self._ask_to_exit()
                 self.proc.wait(timeout=5)
             except Exception:
                 self.proc.kill()
@@ -184,6 +219,10 @@ class Slot(Sandbox):
 
         Asynchronous, as nbclient expects: with a blocking client a kernel that dies mid-cell
         would leave nbclient waiting for output forever."""
+        from jupyter_client import AsyncKernelManager   # (not needed to start a slot: loaded late)
+
+        from .provisioner import QuickReadyClient, SlotProvisioner
+
         km = AsyncKernelManager(kernel_name="python3", transport="ipc",
                                 ip=str(self.dir / KERNEL_BASENAME),
                                 connection_file=str(self.dir / f"{KERNEL_BASENAME}.json"),

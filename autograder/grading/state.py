@@ -149,3 +149,13 @@ class GradingState:
             tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}")
             tmp.write_text(json.dumps(data, indent=1, sort_keys=True))
             os.replace(tmp, self.path)
+
+
+def surely_graded(hashes: dict[str, str], state: dict, named: list[str], results_kept) -> int:
+    """How many of the students (``hashes``: student -> their folder's hash) a run that grades only
+    changed submissions grades whatever the tests are: those named, those new or changed since
+    their last grading in ``state``, and those whose results are gone (``results_kept(student)``
+    false).  Changed tests may add others, never remove these."""
+    return sum(1 for s, h in hashes.items()
+               if s in named or not h or not isinstance(state.get(s), dict) or state[s].get("hash") != h
+               or not results_kept(s))
