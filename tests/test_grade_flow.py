@@ -270,7 +270,8 @@ def test_grade_reads_its_options_as_nbgrader_does_and_flags_override_them(tmp_pa
     """No grading: the configuration alone, against nbgrader's own application's."""
     from nbgrader.apps.autogradeapp import AutogradeApp
 
-    from autograder.cli import _grading_config, build_parser
+    from autograder.cli import build_parser
+    from autograder.grading.commands import _grading_config
     from autograder.grading.config import GradeOptions, limits, load_config
 
     course = tmp_path / "course"
@@ -305,7 +306,8 @@ def test_every_limit_is_an_option_plain_nbgrader_reads_too(tmp_path, monkeypatch
     counts where the new one is not set, and ``--processes`` wins over both."""
     from nbgrader.apps.autogradeapp import AutogradeApp
 
-    from autograder.cli import _grading_config, build_parser
+    from autograder.cli import build_parser
+    from autograder.grading.commands import _grading_config
     from autograder.grading.config import limits, load_config
     from autograder.grading.execute import SandboxedExecute
     from autograder.grading.sandbox import Limits
@@ -382,7 +384,7 @@ def test_the_hub_guide_covers_what_a_new_instructor_hits(tmp_path, monkeypatch):
     """docs/jupyterhub.md: installing jupyterhub-singleuser, a root hub, user namespaces with what
     doctor really prints, a shared exchange on Kubernetes and TLJH, sizing, a class list in a loop."""
     import autograder.grading.bwrap as bwrap
-    from autograder.cli import grading_findings
+    from autograder.grading.commands import grading_findings
 
     guide = " ".join((ROOT / "docs" / "jupyterhub.md").read_text().split())
     fake = tmp_path / "bwrap"
@@ -411,9 +413,9 @@ def test_timeouts_count_cells_and_notebooks():
 
 
 def test_without_a_terminal_progress_is_logged_every_few_seconds(capsys):
-    from autograder.cli import _ProgressReport
+    from autograder.grading.progress_view import ProgressView
 
-    with _ProgressReport("a1_views", every=1) as progress:
+    with ProgressView("a1_views", every=1) as progress:
         assert not progress.terminal
         progress.event("preparing", 0, 150)
         progress.event("preparing", 5, 150)        # not a tenth yet: no line
