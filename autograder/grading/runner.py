@@ -372,7 +372,7 @@ class Grader(Recording, FollowsSource):
                 if outcome.peak_memory is not None:
                     r.peak_memory = max(r.peak_memory or 0, outcome.peak_memory)
                 try:
-                    self.record(outcome)
+                    r.flags += [f for f in self.record(outcome) or [] if f not in r.flags]
                 except Exception as exc:
                     fail(job.student, f"{job.notebook}: could not record grades: {type(exc).__name__}: {exc}")
             remaining[job.student] -= 1
