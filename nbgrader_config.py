@@ -52,6 +52,10 @@ c.HTMLExporter.filters = {
     "get_metadata": "autograder.grading.htmlclean.get_metadata",
 }
 
+# `nbgrader export` (and `python -m autograder export`) writes grades.csv with every cell quoted and
+# guarded: no cell a student's id or name controls starts a spreadsheet formula.
+c.ExportApp.plugin_class = "autograder.grading.csvsafe.SafeCsvExportPlugin"
+
 # nbgrader runs the `alembic` executable by name when it creates a gradebook; make it
 # findable when this interpreter was started as `.venv/bin/python -m nbgrader` without
 # activating the virtual environment.

@@ -31,6 +31,7 @@ from typing import Callable
 import nbformat
 from traitlets.config import Config
 
+from .ids import unsafe_id
 from .execute import NO_SANDBOX, flag_in_gradebook, require_python_kernel
 from .files import remove_trees, submission_files
 from .intake import read_notebook, repair
@@ -311,6 +312,10 @@ class Grader(Recording, FollowsSource):
             if self.stopping.is_set():
                 break
             self._event("preparing", i, len(students))
+            refused = unsafe_id(student)
+            if refused:          # never written to the gradebook, so never shown by the formgrader
+                fail(student, refused)
+                continue
             opened.append(student)
             try:
                 self.open_submission(student, results[student])
