@@ -88,3 +88,29 @@ def test_a_group_not_delegated_to_the_grader_is_not_used(tmp_path, monkeypatch):
     _group(mount / "grader.service", [101])
     monkeypatch.setattr(cgroups.os, "access", lambda path, mode: False)
     assert cgroups._v2_parent(mount, "/grader.service") is None
+
+
+@pytest.mark.parametrize("version,stat,expected", [
+    ("v2", "anon 1000\nfile 50000\nshmem 300\n", 1300),
+    ("v1", "cache 50000\nrss 1000\nshmem 300\ntotal_rss 9\n", 1300),
+])
+def test_resident_memory_leaves_the_page_cache_out(tmp_path, version, stat, expected):
+    group = object.__new__(cgroups.SlotCgroup)
+    group.version, group.dirs = version, [tmp_path]
+    (tmp_path / "memory.stat").write_text(stat)
+    assert group.resident() == expected
+
+
+def test_a_slot_that_holds_more_than_when_it_was_clean_says_how_much(tmp_path):
+    from autograder.grading.sandbox import Slot
+
+    group = object.__new__(cgroups.SlotCgroup)
+    group.version, group.dirs = "v2", [tmp_path]
+    slot = object.__new__(Slot)
+    slot.cgroup = group
+    (tmp_path / "memory.stat").write_text("anon 100\nshmem 0\n")
+    slot.clean_resident = group.resident()
+    (tmp_path / "memory.stat").write_text(f"anon 100\nshmem {256 << 20}\n")   # a segment left behind
+    assert slot.held_since_clean() == 256 << 20
+    slot.cgroup = None
+    assert slot.held_since_clean() == 0

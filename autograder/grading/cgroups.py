@@ -177,6 +177,17 @@ class SlotCgroup:
         name = "memory.current" if self.version == "v2" else "memory.usage_in_bytes"
         return int(_read(self._memory() / name) or 0)
 
+    def resident(self) -> int:
+        """Anonymous and shared memory the group holds (its page cache left out: reclaimable, and
+        grown by any kernel that reads torch's files): what a leftover object keeps."""
+        keys = ("anon", "shmem") if self.version == "v2" else ("rss", "shmem")
+        total = 0
+        for line in (_read(self._memory() / "memory.stat") or "").splitlines():
+            key, _, value = line.partition(" ")
+            if key in keys and value.strip().isdigit():
+                total += int(value)
+        return total
+
     def set_limits(self, memory_bytes: int | None, processes: int | None) -> None:
         if memory_bytes:
             name = "memory.max" if self.version == "v2" else "memory.limit_in_bytes"
