@@ -399,6 +399,8 @@ async def _execute(job: Job, slot: Slot) -> Outcome:
             judge_socket.close()
             try:
                 slot.judge.end()
+                if getattr(slot.judge, "leftovers", None):
+                    flags.append(f"{LEFT_BEHIND} (the judge's, removed): {'; '.join(slot.judge.leftovers[:4])}")
             except SlotError:
                 problems.append("the judge's server died; it was restarted")
                 slot.judge.restart()
