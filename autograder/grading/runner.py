@@ -312,11 +312,13 @@ class Grader(Recording, FollowsSource):
             if self.stopping.is_set():
                 break
             self._event("preparing", i, len(students))
-            refused = unsafe_id(student)
-            if refused:          # never written to the gradebook, so never shown by the formgrader
-                fail(student, refused)
-                continue
             opened.append(student)
+            refused = unsafe_id(student)
+            if refused:          # a broken submission, never written to the gradebook or the formgrader
+                results[student].problems.append(refused)
+                results[student].graded = False
+                failed.add(student)          # (nothing to total or publish)
+                continue
             try:
                 self.open_submission(student, results[student])
             except Exception as exc:
