@@ -48,6 +48,21 @@ c.GenerateFeedback.preprocessors = [
     "nbgrader.preprocessors.ClearHiddenTests",
 ]
 
+# Every HTML page nbconvert renders from a notebook with this configuration (the formgrader's
+# manual grading page, the feedback files) goes through the course's allow-list sanitizer: the
+# rendered markdown of every cell and output, every HTML output, raw cells, and the image size
+# attributes the classic template writes unquoted.  See autograder/grading/htmlclean.py.
+c.HTMLExporter.sanitize_html = True
+c.HTMLExporter.filters = {
+    "clean_html": "autograder.grading.htmlclean.clean_html",
+    "markdown2html": "autograder.grading.htmlclean.markdown2html",
+    "get_metadata": "autograder.grading.htmlclean.get_metadata",
+}
+
+# `nbgrader export` (and `python -m autograder export`) writes grades.csv with every cell quoted and
+# guarded: no cell a student's id or name controls starts a spreadsheet formula.
+c.ExportApp.plugin_class = "autograder.grading.exports.GradesExportPlugin"
+
 # nbgrader runs the `alembic` executable by name when it creates a gradebook; make it
 # findable when this interpreter was started as `.venv/bin/python -m nbgrader` without
 # activating the virtual environment.

@@ -464,6 +464,23 @@ except OSError as e:
     print('STOPPED', type(e).__name__)
 print('WROTE', written)
 """), FULL, extra=lambda r, ctx: _scratch_within(r)),
+    # --- what the instructor's side renders or reads: bounded and inert (see test_inert_html.py) --
+    Case("deep-html", "displays 300 KB of unclosed <div> (the HTML cleaner's worst case) and a "
+         "markdown output with a script link, next to correct answers",
+         lambda ctx: with_code(after="from IPython.display import HTML, Markdown, display\n"
+                                     "display(HTML('<div>' * 60000))\n"
+                                     "display(Markdown('[x][r]\\n\\n[r]: javascript:alert(1)'))\n"),
+         FULL, flag="an output was not shown", extra=lambda r, ctx: _no("<div><div>", json.dumps(
+             [c.get("outputs", []) for c in r.autograded.cells if c.cell_type == "code"]))),
+    Case("size-as-markup", "an image whose width metadata is an unquoted attribute with a handler",
+         lambda ctx: with_code(after="display({'image/png': 'iVBORw0KGgo='}, raw=True, metadata={'image/png': "
+                                     "{'width': '1 src=x onerror=alert(1)'}})\n"),
+         FULL, extra=lambda r, ctx: _no("onerror", json.dumps(
+             [o.get("metadata", {}) for c in r.autograded.cells if c.cell_type == "code" for o in c.get("outputs", [])]))),
+    # --- kernel objects that outlive their processes ---------------------------------------------
+    Case("leaves-ipc", "leaves a 256 MiB SysV shared memory segment and a 128 MiB file in /dev/shm "
+         "behind, next to correct answers",
+         lambda ctx: with_code(after=LEAVE_IPC), FULL, flag="left objects behind in the slot"),
     # --- reading the hidden tests ------------------------------------------------------------------
     # --- answers that read the test calling them (the judge keeps the test out of the kernel) ------
     Case("oracle-reads-caller", "an answer that reads the calling test's line for the value it expects, "
@@ -623,6 +640,19 @@ JUDGE_ATTACKS: list[JudgeAttack] = [
     JudgeAttack("expanding-file", "writes a 3 MB file that torch.load expands to 3 GiB",
                 _expanding_save, {"save_compact": WRONG_SAVE}),
 ]
+
+
+LEAVE_IPC = """
+import ctypes, os
+libc = ctypes.CDLL(None, use_errno=True)
+libc.shmat.restype = ctypes.c_void_p
+seg = libc.shmget(0, 256 << 20, 0o1600)              # IPC_PRIVATE, IPC_CREAT | 0600
+addr = libc.shmat(seg, None, 0)
+ctypes.memset(addr, 1, 256 << 20)                    # touched: the pages are held
+with open('/dev/shm/left-behind', 'wb') as f:
+    f.write(b'x' * (128 << 20))
+print('LEFT', seg)
+"""
 
 
 def _planted_did_not_run(result) -> None:

@@ -15,6 +15,7 @@ Without Chromium or Playwright the test is skipped, except under CI (``$CI`` set
 """
 from __future__ import annotations
 
+import base64
 import json
 import re
 import time
@@ -134,8 +135,9 @@ def _attack(tag: str) -> str:
 
 
 def _hostile_submission(course: Path) -> nbformat.NotebookNode:
-    """a1 with correct answers, whose code displays hostile HTML, SVG and JavaScript, and whose
-    written answer carries hostile markup and a javascript: link."""
+    """a1 with correct answers, whose code displays hostile HTML, SVG, JavaScript, markdown links
+    and an image whose size metadata is markup, and whose written answer writes script links in
+    every markdown form (inline, reference, autolink, entity-encoded, data:, raw HTML)."""
     from harness import reference_answers
     from autograder.course.layout import fill_answers
 
@@ -144,20 +146,91 @@ def _hostile_submission(course: Path) -> nbformat.NotebookNode:
     code_id = next(gid for gid, src in answers.items() if src.lstrip().startswith("def "))
     html = f'<img src=x onerror="{_attack("html")}"><script>{_attack("script")}</script>'
     svg = f'<svg xmlns="http://www.w3.org/2000/svg" onload="{_attack("svg")}"><circle r="5"/></svg>'
+    png = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR4nGNgYGBgAAAABQABpfZFQAAAAABJRU5ErkJggg=="
+    md_out = f"[out-ref][r]\n\n[r]: javascript:{_attack('mdref')}\n\n<javascript:{_attack('mdauto')}>"
     answers[code_id] += (
         "\nfrom IPython.display import HTML, SVG, Javascript, Markdown, display\n"
         f"display(HTML({html!r}))\ndisplay(SVG({svg!r}))\ndisplay(Javascript({_attack('js')!r}))\n"
-        f"display(Markdown({'[open me](javascript:' + _attack('mdout') + ')'!r}))\n")
+        f"display(Markdown({'[open me](javascript:' + _attack('mdout') + ')'!r}))\n"
+        f"display(Markdown({md_out!r}))\n"
+        f"display({{'image/png': {png!r}}}, raw=True, metadata={{'image/png': "
+        f"{{'width': '1 src=x onerror={_attack('width')}'}}}})\n")
     written = next(c for c in release.cells if c.cell_type == "markdown" and role(c).solution)
-    answers[role(written).grade_id] = (f"My answer. <img src=x onerror=\"{_attack('answer')}\"> "
-                                       f"[see here](javascript:{_attack('link')})")
+    data_page = base64.b64encode(f"<script>{_attack('data')}</script>".encode()).decode()
+    answers[role(written).grade_id] = (
+        f"My answer. <img src=x onerror=\"{_attack('answer')}\"> [see here](javascript:{_attack('link')})\n\n"
+        f"[reference link][bad]\n\n[bad]: javascript:{_attack('ref')}\n\n"
+        f"<javascript:{_attack('auto')}>\n\n"
+        f"[encoded](&#106;avascript:{_attack('encoded')})\n\n"
+        f"[data page](data:text/html;base64,{data_page})\n\n"
+        f"<a href=\"javascript:{_attack('raw')}\">raw link</a>\n")
     return fill_answers(release, answers)
 
 
-def test_student_content_is_inert_in_the_formgrader(page, instructor_lab, shots):
-    """Autograded with the course configuration, then opened in the formgrader's manual grading:
-    no script of the student's runs, no file is created through the Jupyter API, no API request
-    leaves the page, and the student's markup is still shown, as text."""
+def _log_in_at_the_root(page, base: str, token: str) -> None:
+    """As an instructor does: the token at the server's root, so the login cookie's path is /."""
+    page.goto(f"{base}/?token={token}")
+    page.wait_for_load_state()
+    paths = {c["name"]: c["path"] for c in page.context.cookies()}
+    assert any(name.startswith("username-") and path == "/" for name, path in paths.items()), paths
+
+
+def _api_works_from(page, course: Path) -> None:
+    """The control: a script the page itself runs does reach the Jupyter API with this session, so
+    a payload that ran would have left its file."""
+    page.evaluate(f"async () => {{ {_attack('control')}; await new Promise(r => setTimeout(r, 1000)); }}")
+    made = course / "pwned-control.txt"
+    deadline = time.monotonic() + 10
+    while not made.exists() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert made.exists(), "the control script could not write through the API: the test would see nothing"
+    made.unlink()
+    page.evaluate("document.title = 'clean'")
+
+
+def _nothing_ran(page, course: Path, api_calls: list[str], where: str) -> None:
+    title = page.title()
+    assert "PWNED" not in title, f"a student's script ran in {where}: title {title!r}"
+    assert not [c for c in api_calls if "pwned" in c], api_calls
+    made = [p.name for p in course.glob("pwned-*.txt")]
+    assert not made, f"{where}: a file was created through the Jupyter API: {made}"
+
+
+def _no_live_link(page, where: str) -> None:
+    """No link or frame in the page's DOM goes to a script or a data: page (the reference-style
+    and autolink forms survive autograding as markdown: only the rendering's sanitizer stops them)."""
+    live = page.evaluate("""() => [...document.querySelectorAll('[href], [src], [action], [formaction]')]
+        .map(e => e.getAttribute('href') || e.getAttribute('src') || e.getAttribute('action') || e.getAttribute('formaction'))
+        .filter(u => /^\\s*(javascript|vbscript|data:text)/i.test(u) || /script:/i.test(u))""")
+    assert live == [], f"{where} has live script targets: {live[:5]}"
+
+
+def _click_every_link(page, url: str, course: Path, api_calls: list[str], where: str, scope: str = "body") -> int:
+    """Open ``url`` afresh for each link in ``scope`` and click it; nothing may run."""
+    page.goto(url)
+    page.wait_for_load_state()
+    count = page.locator(f"{scope} a").count()
+    for i in range(count):
+        page.goto(url)
+        page.wait_for_load_state()
+        page.evaluate("document.title = 'clean'")
+        link = page.locator(f"{scope} a").nth(i)
+        if not link.is_visible():
+            continue
+        try:
+            link.click(timeout=5_000, no_wait_after=True)
+        except Exception:        # covered, detached: nothing was clicked
+            continue
+        page.wait_for_timeout(700)
+        _nothing_ran(page, course, api_calls, f"{where}, after a click on link {i}")
+    return count
+
+
+def test_student_content_is_inert_in_the_formgrader_and_the_feedback(page, instructor_lab, shots):
+    """Autograded with the course configuration, then opened as an instructor logged in at the
+    server's root: the formgrader's manual grading page and the feedback file.  No script of the
+    student's runs, with no click or after a click on any link; no file is created through the
+    Jupyter API; the student's markup is still shown, as text."""
     from autograder.course.build import run_nbgrader
     from nbgrader.api import Gradebook
 
@@ -173,21 +246,39 @@ def test_student_content_is_inert_in_the_formgrader(page, instructor_lab, shots)
     for live in ("<img src=x onerror", "<script>", "<svg", "application/javascript", "](javascript:"):
         assert live not in shown, f"what the stored notebook shows still holds {live!r}"
     assert "onerror" in shown, "the hostile outputs and answer were stored, made inert"
+    feedback = run_nbgrader("generate_feedback", EXERCISE, "--student", "mallory", "--force", cwd=course)
+    assert feedback.returncode == 0, feedback.stdout[-3000:] + feedback.stderr[-3000:]
     with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
         submission_id = gb.find_submission_notebook(EXERCISE, EXERCISE, "mallory").id
 
     api_calls: list[str] = []
     page.on("request", lambda r: api_calls.append(r.method + " " + r.url) if "/api/contents" in r.url else None)
-    page.goto(f"{base}/formgrader/submissions/{submission_id}/?token={token}")
+    _log_in_at_the_root(page, base, token)
+    grading = f"{base}/formgrader/submissions/{submission_id}/"
+    page.goto(grading)
+    page.get_by_text("My answer.").first.wait_for(timeout=60_000)
+    _api_works_from(page, course)
+    api_calls.clear()             # the control's own request
+    page.goto(grading)
     page.get_by_text("My answer.").first.wait_for(timeout=60_000)
     page.wait_for_timeout(3000)   # time for an onerror or onload to fire, had it been live
-    title = page.title()
     screenshot(page, shots / "6_formgrader_hostile_submission_inert.png")
-    assert "PWNED" not in title, f"a student's script ran in the formgrader: title {title!r}"
-    assert not [c for c in api_calls if "pwned" in c], api_calls
-    assert not list(course.glob("pwned-*.txt")), "a file was created through the Jupyter API"
+    _nothing_ran(page, course, api_calls, "the formgrader")
     body = page.locator("body").inner_text()
     assert "onerror" in body, "the student's markup is shown to the instructor as text"
+    _no_live_link(page, "the formgrader")
+    clicked = _click_every_link(page, grading, course, api_calls, "the formgrader", scope="#notebook-container")
+    assert clicked >= 6, f"the student's links are gone rather than disarmed ({clicked} links)"
+
+    # the feedback file as its learner opens it: a file of their own, in the browser
+    report = (course / "feedback" / "mallory" / EXERCISE / f"{EXERCISE}.html").as_uri()
+    page.goto(report)
+    page.wait_for_load_state()
+    assert "My answer." in page.locator("body").inner_text(), "the feedback file shows the written answer"
+    page.wait_for_timeout(3000)
+    _nothing_ran(page, course, api_calls, "the feedback file")
+    _no_live_link(page, "the feedback file")
+    assert _click_every_link(page, report, course, api_calls, "the feedback file") >= 6
 
 
 # --- the learner's lab and its terminal -------------------------------------------------------

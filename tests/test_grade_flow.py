@@ -22,7 +22,8 @@ import pytest
 
 from harness import ROOT, SANDBOX, submission, submit
 
-HOSTILE = "=1+1<b>x"       # a student id that is HTML and a spreadsheet formula
+HOSTILE = "=1+1<b>x"       # a student id that is HTML and a spreadsheet formula: refused at intake
+WRITER = "a-payload"        # a safe id whose answer raises an error that is HTML
 PAYLOAD = "<img src=x onerror=alert(1)>"
 MARK = "<!-- instructor-commands -->"
 
@@ -75,8 +76,9 @@ def flow(tmp_path_factory):
     env = dict(os.environ, JUPYTER_CONFIG_DIR=str(jupyter))
     submit(course, "a1_views", "alice", submission("a1_views"))
     submit(course, "a1_views", "bob", b"")
-    submit(course, "a1_views", HOSTILE, submission("a1_views", {
-        "shares_memory": f"def shares_memory(a, b):\n    raise ValueError({PAYLOAD!r})\n"}))
+    for student in (WRITER, HOSTILE):
+        submit(course, "a1_views", student, submission("a1_views", {
+            "shares_memory": f"def shares_memory(a, b):\n    raise ValueError({PAYLOAD!r})\n"}))
     runs = [(line, run_as_typed(line, course, env)) for line in readme_commands()]
     return SimpleNamespace(course=course, env=env, db=db, jupyter=jupyter, runs=runs)
 
@@ -117,7 +119,7 @@ def test_grade_feedback_export_and_nbgrader_use_the_gradebook_of_the_user_config
                            capture_output=True, text=True, timeout=300)
     assert plain.returncode == 0, plain.stderr[-2000:]
     rows = list(csv.DictReader((flow.course / "plain.csv").open()))                # and nbgrader itself
-    assert {r["student_id"]: float(r["score"]) for r in rows} == {"alice": 13.0, "bob": 0.0, HOSTILE: 10.0}
+    assert {r["student_id"]: float(r["score"]) for r in rows} == {"alice": 13.0, "bob": 0.0, WRITER: 10.0}
     assert not (flow.course / "gradebook.db").exists()
 
 
@@ -125,14 +127,16 @@ def test_grade_feedback_export_and_nbgrader_use_the_gradebook_of_the_user_config
 def test_a_run_ends_with_its_counts_and_a_broken_notebook_does_not_fail_it(flow):
     first, second = grading_runs(flow)
     counts = [line for line in first.stdout.splitlines() if line.strip()][-1]
-    assert re.fullmatch(r"a1_views: 3 submissions: 3 graded, 0 unchanged, 1 broken, 0 failed, 0 flagged; "
-                     r"this run's mean 7\.67, median 10 of 15; [\d.]+ s", counts), first.stdout
+    # the refused id is a broken submission, scored zero like bob's empty file
+    assert re.fullmatch(r"a1_views: 4 submissions: 4 graded, 0 unchanged, 2 broken, 0 failed, 0 flagged; "
+                     r"this run's mean 5\.75, median 5 of 15; [\d.]+ s", counts), first.stdout
+    assert f"{HOSTILE} 0/0: student id" in first.stdout and "refused" in first.stdout
     assert "bob" in first.stdout and "is empty" in first.stdout
     assert not re.search(r"^alice\b", first.stdout, re.M), "a student with nothing to report got a row"
     # no terminal here: progress comes as log lines, the preparation included
-    assert re.search(r"^\[\d\d:\d\d\] a1_views: preparing \d/3$", first.stdout, re.M), first.stdout
-    assert re.search(r"^\[\d\d:\d\d\] a1_views: grading 3/3$", first.stdout, re.M), first.stdout
-    assert "a1_views: 3 submissions: 0 graded, 3 unchanged" in second.stdout.splitlines()[-1], second.stdout
+    assert re.search(r"^\[\d\d:\d\d\] a1_views: preparing \d/4$", first.stdout, re.M), first.stdout
+    assert re.search(r"^\[\d\d:\d\d\] a1_views: grading 4/4$", first.stdout, re.M), first.stdout
+    assert "a1_views: 4 submissions: 1 graded, 3 unchanged" in second.stdout.splitlines()[-1], second.stdout
 
 
 @SANDBOX
@@ -153,6 +157,7 @@ def test_the_report_covers_students_and_cells_and_escapes_what_students_wrote(fl
     assert rows["alice"]["score"] == "13" and rows["alice"]["status"] == "unchanged"
     assert rows["bob"]["status"] == "broken submission" and "is empty" in rows["bob"]["problems"]
     assert "'" + HOSTILE in rows, "a student id that is a formula stays text in the CSV"
+    assert "refused" in rows["'" + HOSTILE]["problems"] and rows["'" + HOSTILE]["status"] == "broken submission"
     cells = {r["cell"]: r for r in csv.DictReader((folder / "cells.csv").open())}
     assert cells["test_shares_memory"]["passed"] == "1" and cells["test_shares_memory"]["students"] == "3"
     # bob's blank release is not attempted work: the hostile answer's error is the diagnosis
@@ -196,13 +201,13 @@ def test_regrades_pick_changed_submissions_and_keep_manual_grades_of_unchanged_c
 
     monkeypatch.setenv("JUPYTER_CONFIG_DIR", str(flow.jupyter))
     with Gradebook(f"sqlite:///{flow.db}") as gb:
-        for student in ("alice", HOSTILE):
+        for student in ("alice", WRITER):
             [grade] = [g for g in gb.find_submission_notebook("a1_views", "a1_views", student).grades
                        if g.name == "why_not_id"]
             assert grade.needs_manual_grade
             grade.manual_score, grade.needs_manual_grade = 2.0, False    # a person graded the written answer
         gb.db.commit()
-    path = flow.course / "submitted" / HOSTILE / "a1_views" / "a1_views.ipynb"
+    path = flow.course / "submitted" / WRITER / "a1_views" / "a1_views.ipynb"
     nb = nbformat.read(path, as_version=4)
     [answer] = [c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "why_not_id"]
     answer.source += "\n\nOn second thought, a different answer."
@@ -211,14 +216,14 @@ def test_regrades_pick_changed_submissions_and_keep_manual_grades_of_unchanged_c
     grader = Grader(flow.course, "a1_views", config=load_config(flow.course, cwd=flow.course),
                     only_changed=True, log=lambda m: None)
     assert grader.db_url == f"sqlite:///{flow.db}"
-    assert grader._unchanged(grader._hashes()) == ["alice", "bob"], f"only {HOSTILE} changed"
+    assert grader._unchanged(grader._hashes()) == ["alice", "bob"], f"only {WRITER} changed"
 
-    forced = Grader(flow.course, "a1_views", students=["alice", HOSTILE], config=grader.config, only_changed=True,
+    forced = Grader(flow.course, "a1_views", students=["alice", WRITER], config=grader.config, only_changed=True,
                     log=lambda m: None)
     results = {r.student: r for r in forced.run()}    # named students are graded, changed or not
     assert (results["alice"].score, results["alice"].auto_score) == (15.0, 13.0), "the total counts the manual grade"
     assert scores(flow.db, "alice")["why_not_id"] == (None, 2.0, False), "unchanged answer: still graded"
-    assert scores(flow.db, HOSTILE)["why_not_id"] == (None, 2.0, True), "changed answer: to be graded again"
+    assert scores(flow.db, WRITER)["why_not_id"] == (None, 2.0, True), "changed answer: to be graded again"
     # the report's hook for per-misconception counts, given the autograded notebooks
     page = forced.write_report(list(results.values()),
                                misconception_counts=lambda nbs: {"<b>id() is storage</b>": len(nbs)}).read_text()

@@ -10,7 +10,11 @@ Both cgroup versions are supported, where the grader may create groups (as root,
 
 - v1: a group in the ``memory`` and one in the ``pids`` hierarchy, under the grader's own;
 - v2: a group under the grader's own in the unified hierarchy, with ``memory`` and ``pids``
-  enabled in its parent's ``cgroup.subtree_control``.
+  enabled in its parent's ``cgroup.subtree_control``.  cgroup v2 forbids processes in a group
+  whose controllers are enabled for its children ("no internal processes"), and the grader's own
+  group holds the grader: so, as a service under systemd's ``Delegate=yes`` does, the grader first
+  moves every process of its group into a leaf (``LEAF``), then enables the controllers; the
+  slots' groups are the leaf's siblings.
 
 Where neither can be made, :func:`available` says why and the grader falls back to per-process
 limits (and says so).
@@ -63,30 +67,76 @@ def _v1_parents() -> list[Path] | None:
     return parents
 
 
-def _v2_parent() -> Path | None:
-    mount, own = _unified_mount(), _own_path(None)
+LEAF = "copy-that-grader"
+WANTED = {"memory", "pids"}
+_v2_note = ""
+
+
+def _move(pid: str, leaf: Path) -> None:
+    """Move one process into ``leaf`` (one pid per write, as the kernel takes them)."""
+    fd = os.open(leaf / "cgroup.procs", os.O_WRONLY | os.O_APPEND)
+    try:
+        os.write(fd, pid.encode())
+    finally:
+        os.close(fd)
+
+
+def delegate(parent: Path) -> str:
+    """Make ``parent`` (a delegated cgroup v2 group) able to hold the slots' groups: its processes
+    moved into the leaf ``LEAF``, then ``memory`` and ``pids`` enabled for its children.  What was
+    done, in words; OSError where it cannot be (not delegated, controllers missing)."""
+    enabled = set((parent / "cgroup.subtree_control").read_text().split())
+    if WANTED <= enabled:
+        return "controllers already enabled"
+    offered = set((parent / "cgroup.controllers").read_text().split())
+    if not WANTED <= offered:
+        raise OSError(f"the controllers {', '.join(sorted(WANTED - offered))} are not delegated to {parent}")
+    moved = 0
+    pids = (parent / "cgroup.procs").read_text().split()
+    if pids:
+        leaf = parent / LEAF
+        leaf.mkdir(exist_ok=True)
+        for pid in pids:
+            try:
+                _move(pid, leaf)
+                moved += 1
+            except ProcessLookupError:
+                pass                        # ended meanwhile
+    (parent / "cgroup.subtree_control").write_text(" ".join(f"+{c}" for c in sorted(WANTED)))
+    return f"{moved} process(es) moved into {LEAF}/, memory and pids enabled" if moved else \
+        "memory and pids enabled"
+
+
+def _v2_parent(mount: Path | None = None, own: str | None = None) -> Path | None:
+    """The grader's delegated cgroup v2 group, ready for the slots' groups, or None."""
+    global _v2_note
+    mount = mount if mount is not None else _unified_mount()
+    own = own if own is not None else _own_path(None)
     if mount is None or own is None:
         return None
     parent = mount / own.lstrip("/")
+    if own.rstrip("/").endswith("/" + LEAF):
+        parent = parent.parent          # already moved into the leaf by an earlier call
+    if not os.access(parent, os.W_OK):
+        return None
     try:
-        enabled = (parent / "cgroup.subtree_control").read_text().split()
-        if not {"memory", "pids"} <= set(enabled):
-            wanted = {"memory", "pids"} & set((parent / "cgroup.controllers").read_text().split())
-            if wanted != {"memory", "pids"}:
-                return None
-            (parent / "cgroup.subtree_control").write_text(" ".join(f"+{c}" for c in sorted(wanted)))
-    except OSError:
-        return None   # not delegated to us, or processes sit in the parent (no internal processes)
-    return parent if os.access(parent, os.W_OK) else None
+        _v2_note = delegate(parent)
+    except OSError as exc:
+        _v2_note = f"not usable: {exc}"
+        return None
+    return parent
 
 
 def available() -> tuple[str | None, str]:
     """('v1' | 'v2' | None, a sentence saying what is in force)."""
-    if _v2_parent() is not None:
-        return "v2", "cgroup v2: memory and processes are limited per submission, summed over its processes"
+    parent = _v2_parent()
+    if parent is not None:
+        return "v2", (f"cgroup v2 (delegated {parent}: {_v2_note}): memory and processes are limited per "
+                      "submission, summed over its processes")
     if _v1_parents() is not None:
         return "v1", "cgroup v1: memory and processes are limited per submission, summed over its processes"
-    return None, ("no cgroup the grader may create (cgroup v1 memory+pids or a delegated cgroup v2): "
+    why_v2 = f" (cgroup v2 {_v2_note})" if _v2_note.startswith("not usable") else ""
+    return None, (f"no cgroup the grader may create (cgroup v1 memory+pids or a delegated cgroup v2){why_v2}: "
                   "limits apply per process only")
 
 
@@ -126,6 +176,17 @@ class SlotCgroup:
     def usage(self) -> int:
         name = "memory.current" if self.version == "v2" else "memory.usage_in_bytes"
         return int(_read(self._memory() / name) or 0)
+
+    def resident(self) -> int:
+        """Anonymous and shared memory the group holds (its page cache left out: reclaimable, and
+        grown by any kernel that reads torch's files): what a leftover object keeps."""
+        keys = ("anon", "shmem") if self.version == "v2" else ("rss", "shmem")
+        total = 0
+        for line in (_read(self._memory() / "memory.stat") or "").splitlines():
+            key, _, value = line.partition(" ")
+            if key in keys and value.strip().isdigit():
+                total += int(value)
+        return total
 
     def set_limits(self, memory_bytes: int | None, processes: int | None) -> None:
         if memory_bytes:

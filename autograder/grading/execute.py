@@ -24,6 +24,7 @@ from nbformat import from_dict
 from nbgrader.preprocessors import Execute
 from traitlets import Bool, Integer
 
+from .ids import unsafe_id
 from .files import submission_files, write_files
 from .jobs import Job, add_guards
 from .bwrap import probe
@@ -147,6 +148,9 @@ class SandboxedExecute(Execute):
         require_python_kernel(nb)
         info = resources.get("nbgrader", {})
         student, notebook = info.get("student", "?"), info.get("notebook", "?")
+        refused = unsafe_id(str(student))
+        if refused:
+            raise RuntimeError(refused)
         problems: list[str] = []
         folder = resources.get("metadata", {}).get("path") or "."
         files = submission_files(Path(folder), problems)

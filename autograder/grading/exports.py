@@ -8,6 +8,8 @@ import csv
 from nbgrader.api import MissingEntry
 from nbgrader.plugins.export import CsvExportPlugin
 
+from .csvsafe import safe_row
+
 NBGRADER_COLUMNS = ["assignment", "duedate", "timestamp", "student_id", "last_name", "first_name", "email",
                     "raw_score", "late_submission_penalty", "score", "max_score"]
 COLUMNS = NBGRADER_COLUMNS + ["needs_manual_grade", "seconds_late"]
@@ -16,14 +18,6 @@ COLUMNS = NBGRADER_COLUMNS + ["needs_manual_grade", "seconds_late"]
 def waiting_cells(submission) -> int:
     """Cells of a submission that wait for a person's grade (nbgrader's "needs manual grade")."""
     return sum(bool(g.needs_manual_grade) for nb in submission.notebooks for g in nb.grades)
-
-
-def safe(value) -> str:
-    """A CSV cell that a spreadsheet shows as text, never runs as a formula."""
-    if value is None:
-        return ""
-    text = value if isinstance(value, str) else f"{value:g}" if isinstance(value, float) else str(value)
-    return "'" + text if text[:1] in ("=", "+", "-", "@", "\t", "\r", "|", "%") else text
 
 
 class GradesExportPlugin(CsvExportPlugin):
@@ -59,7 +53,7 @@ class GradesExportPlugin(CsvExportPlugin):
                                    late_submission_penalty=penalty, score=max(0.0, float(sub.score or 0) - penalty),
                                    needs_manual_grade=waiting_cells(sub),
                                    seconds_late=round(float(sub.total_seconds_late or 0)))
-                    w.writerow([safe(row[k]) for k in COLUMNS])
+                    w.writerow(safe_row(row[k] for k in COLUMNS))
 
 
 def pending_hand_grading(gradebook, assignments: list[str] | None = None) -> dict[str, list[str]]:

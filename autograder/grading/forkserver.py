@@ -14,7 +14,10 @@ JSON lines on stdin/stdout with the grader:
 notebook uses an optimizer, so that a slot grading anything else never pays for it.
 
 ``reap`` kills every process left in the sandbox but the server itself (the sandbox has its own
-PID namespace, so nothing a submission started can hide outside it), and waits for the kernel.
+PID namespace, so nothing a submission started can hide outside it), waits for the kernel, and
+removes the kernel objects that outlive processes in the sandbox's own IPC namespace and
+``/dev``: SysV shared memory, semaphores and message queues, POSIX shared memory and queues.  Its
+reply lists what it removed (``leftovers``): the grader flags the submission for it.
 The kernel child closes the control pipe before any learner code runs, so it can neither read
 nor forge the grader's messages; the server is not dumpable, so the kernel cannot ptrace it or
 write its memory to reach the next submission.
@@ -172,6 +175,52 @@ def _kill_everything_else(child: int | None) -> None:
             pass
 
 
+IPC_RMID = 0
+SYSV = (("shm", "shmctl", "shared memory segment"), ("sem", "semctl", "semaphore set"),
+        ("msg", "msgctl", "message queue"))
+POSIX_DIRS = ("/dev/shm", "/dev/mqueue")
+
+
+def remove_leftovers(proc: str = "/proc/sysvipc", dirs=POSIX_DIRS) -> list[str]:
+    """Remove every SysV IPC object of this IPC namespace and every file of the POSIX IPC folders;
+    what was removed, in words.  Only ever called in the sandbox, whose namespaces are its own."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    removed: list[str] = []
+    for kind, call, what in SYSV:
+        try:
+            lines = open(f"{proc}/{kind}").read().splitlines()[1:]
+        except OSError:
+            continue
+        for line in lines:
+            fields = line.split()
+            if len(fields) < 2:
+                continue
+            ident = int(fields[1])
+            size = f" of {int(fields[3]):,} bytes" if kind == "shm" and len(fields) > 3 else ""
+            args = (ident, 0, IPC_RMID) if kind == "sem" else (ident, IPC_RMID, None)
+            if getattr(libc, call)(*args) == 0:
+                removed.append(f"a SysV {what}{size}")
+    for folder in dirs:
+        try:
+            names = os.listdir(folder)
+        except OSError:
+            continue
+        for name in names:
+            path = os.path.join(folder, name)
+            try:
+                size = os.lstat(path).st_size
+                os.unlink(path)
+                removed.append(f"{path} ({size:,} bytes)")
+            except IsADirectoryError:
+                import shutil
+
+                shutil.rmtree(path, ignore_errors=True)
+                removed.append(f"{path}/")
+            except OSError:
+                pass
+    return removed
+
+
 def serve() -> int:
     ctypes.CDLL(None).prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
     preload()
@@ -228,7 +277,8 @@ def serve() -> int:
                     break
                 if pid == 0:
                     break
-            _reply(out, {"status": status})
+            in_sandbox = os.environ.get("COPY_THAT_PIDNS") == "1" and os.getpid() < 100
+            _reply(out, {"status": status, "leftovers": remove_leftovers() if in_sandbox else []})
             child = None
         elif op == "warm":
             if not warm:

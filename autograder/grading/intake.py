@@ -14,6 +14,12 @@ from nbformat.warnings import MissingIDFieldWarning
 from ..learner.cells import role
 
 MAX_NOTEBOOK_BYTES = 64 << 20   # a submitted notebook; larger ones are reported, not read
+# Checked on the bytes and on plain JSON, before nbformat builds (and validates) its nodes: a
+# 57 MB notebook of small metadata objects took the grader to 7 GB inside nbformat.
+MAX_CONTAINERS = 500_000        # JSON objects and arrays (counted as '{' and '[' bytes: an upper bound)
+MAX_CELLS = 5_000
+MAX_NOTEBOOK_METADATA = 1 << 20  # characters of the notebook's metadata, as JSON
+MAX_CELL_METADATA = 256 << 10    # characters of one cell's metadata, as JSON
 
 
 def read_notebook(path: Path) -> tuple[nbformat.NotebookNode | None, str | None]:
@@ -33,13 +39,22 @@ def read_notebook(path: Path) -> tuple[nbformat.NotebookNode | None, str | None]
         return None, f"{path.name} is over {MAX_NOTEBOOK_BYTES >> 20} MiB"
     if not raw.strip():
         return None, f"{path.name} is empty"
+    containers = raw.count(b"{") + raw.count(b"[")
+    if containers > MAX_CONTAINERS:
+        return None, f"{path.name} has {containers:,} nested values, over {MAX_CONTAINERS:,}: not read"
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return None, f"{path.name} is not a text file"
+    del raw
+    too_big = _structure_problem(text)
+    if too_big:
+        return None, f"{path.name} {too_big}: not read"
     try:
         with warnings.catch_warnings():
             # cells without ids (a notebook written by a script): nbformat gives them ids, as it should
             warnings.simplefilter("ignore", MissingIDFieldWarning)
-            nb = nbformat.reads(raw.decode("utf-8"), as_version=4)
-    except UnicodeDecodeError:
-        return None, f"{path.name} is not a text file"
+            nb = nbformat.reads(text, as_version=4)
     except Exception as exc:  # nbformat raises several kinds on broken JSON
         return None, f"{path.name} is not a notebook ({type(exc).__name__}: {str(exc).splitlines()[0][:120]})"
     if not isinstance(nb.get("cells"), list):
@@ -53,6 +68,29 @@ def read_notebook(path: Path) -> tuple[nbformat.NotebookNode | None, str | None]
             cell.setdefault("execution_count", None)
     return nb, None
 
+
+
+def _structure_problem(text: str) -> str | None:
+    """What is too big in the notebook's plain JSON (cells, metadata), before nbformat reads it."""
+    import json
+
+    try:
+        data = json.loads(text)
+    except (ValueError, RecursionError):
+        return None                         # nbformat says what is wrong with it
+    if not isinstance(data, dict):
+        return None
+    cells = data.get("cells")
+    if isinstance(cells, list) and len(cells) > MAX_CELLS:
+        return f"has {len(cells):,} cells, over {MAX_CELLS:,}"
+    size = len(json.dumps(data.get("metadata", {})))
+    if size > MAX_NOTEBOOK_METADATA:
+        return f"has {size:,} characters of notebook metadata, over {MAX_NOTEBOOK_METADATA:,}"
+    for i, cell in enumerate(cells if isinstance(cells, list) else []):
+        size = len(json.dumps(cell.get("metadata", {}))) if isinstance(cell, dict) else 0
+        if size > MAX_CELL_METADATA:
+            return f"has {size:,} characters of metadata in cell {i}, over {MAX_CELL_METADATA:,}"
+    return None
 
 
 def repair(nb: nbformat.NotebookNode, release: nbformat.NotebookNode, retired=frozenset()) -> list[str]:

@@ -37,6 +37,8 @@ GUARD_KEY = "copy_that_guard"
 # the first cell of every graded notebook, before any learner code: the guard, and the judge's agent
 INSTALL_SOURCE = guard.INSTALL_SOURCE + f"\nimport autograder.judge.agent as {AGENT}"
 JUDGE_STOPPED = "the judge stopped while grading this notebook"
+LEFT_BEHIND = "left objects behind in the slot after its end"
+DIRTY_BYTES = 64 << 20     # memory a slot may hold beyond its clean state before it is restarted
 
 
 @dataclass
@@ -393,7 +395,14 @@ async def _execute(job: Job, slot: Slot) -> Outcome:
                 if owner is not None and not owner.context.closed:
                     owner.context.destroy(linger=0)
         try:
-            slot.request({"op": "reap"}, timeout=30)
+            left = slot.request({"op": "reap"}, timeout=30).get("leftovers") or []
+            if left:
+                shown = "; ".join(str(x) for x in left[:4]) + (f"; {len(left) - 4} more" if len(left) > 4 else "")
+                flags.append(f"{LEFT_BEHIND} (removed): {shown}")
+            held = slot.held_since_clean()
+            if held > DIRTY_BYTES:      # something the reap cannot see: a fresh sandbox for the next one
+                flags.append(f"{LEFT_BEHIND}: the slot held {held >> 20} MiB more after its end; it was restarted")
+                slot.restart()
         except SlotError:
             problems.append("the slot's fork server died; it was restarted")
             slot.restart()
@@ -403,6 +412,8 @@ async def _execute(job: Job, slot: Slot) -> Outcome:
             judge_socket.close()
             try:
                 slot.judge.end()
+                if getattr(slot.judge, "leftovers", None):
+                    flags.append(f"{LEFT_BEHIND} (the judge's, removed): {'; '.join(slot.judge.leftovers[:4])}")
             except SlotError:
                 problems.append("the judge's server died; it was restarted")
                 slot.judge.restart()

@@ -128,6 +128,7 @@ class JudgeBox(Sandbox):
         """Kill everything in the sandbox but its server, empty the scratch folder: how the judge
         ended (a negative number: the signal that killed it; None: no judge ran)."""
         reply = self.request({"op": "reap"}, timeout=30)
+        self.leftovers = [str(x) for x in reply.get("leftovers") or []]   # removed by the server
         self.clear()
         status = reply.get("status")
         return status if isinstance(status, int) else None

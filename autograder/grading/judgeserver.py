@@ -207,7 +207,7 @@ class _Control:
 
 def serve(control_fd: int) -> int:
     ctypes.CDLL(None).prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
-    from autograder.grading.forkserver import _kill_everything_else
+    from autograder.grading.forkserver import _kill_everything_else, remove_leftovers
 
     preload()
     import gc
@@ -249,7 +249,8 @@ def serve(control_fd: int) -> int:
                     break
                 if pid == 0:
                     break
-            control.reply({"status": status})
+            in_sandbox = os.environ.get("COPY_THAT_PIDNS") == "1" and os.getpid() < 100
+            control.reply({"status": status, "leftovers": remove_leftovers() if in_sandbox else []})
             child = None
         else:
             control.reply({"error": "unknown request"})

@@ -71,18 +71,20 @@ class Recording:
         if old.exists() or old.is_symlink():
             remove_trees(old)
 
-    def record(self, outcome: Outcome) -> None:
+    def record(self, outcome: Outcome) -> list[str]:
+        """Save an executed notebook's grades and files; the flags that making it inert raised."""
         from nbgrader.preprocessors import Execute
 
         after_execute = [cls for cls in self._configured("autograde_preprocessors") if not issubclass(cls, Execute)]
         nb = nbformat.from_dict(outcome.nb)
         graded_by_hand = self._graded_by_hand(outcome.student, outcome.notebook)
-        nb, _ = self._run_preprocessors(after_execute, nb, self._resources(outcome.student, outcome.notebook))
+        nb, resources = self._run_preprocessors(after_execute, nb, self._resources(outcome.student, outcome.notebook))
         if graded_by_hand:
             self._keep_graded_by_hand(outcome.student, outcome.notebook, nb, graded_by_hand)
         staged = self._staged(outcome.student)
         write_files(staged, outcome.files)
         nbformat.write(nb, staged / f"{outcome.notebook}.ipynb")
+        return list(resources.get("inert_flags", []))
 
     # -- manual grades across a re-grade ---------------------------------------------------------
     def _graded_by_hand(self, student: str, notebook: str) -> dict[str, tuple]:

@@ -19,6 +19,7 @@ from nbgrader.plugins.export import ExportPlugin
 from traitlets import Dict, Enum
 
 from .exports import waiting_cells
+from .csvsafe import safe_cell, safe_row
 
 # the hook for per-misconception counts: a function of the autograded notebooks (nbformat nodes)
 MisconceptionCounter = Callable[[list], "dict[str, int]"]
@@ -264,14 +265,7 @@ def _student_row(student: str, result, saved: dict | None, grader) -> StudentRow
 
 def _cell(value) -> str:
     """A CSV cell that a spreadsheet shows as text, never runs as a formula."""
-    if value is None:
-        return ""
-    if isinstance(value, float):
-        return f"{value:g}"
-    text = str(value)
-    if text[:1] in ("=", "+", "-", "@", "\t", "\r", "|", "%"):
-        return "'" + text
-    return text
+    return safe_cell(value)
 
 
 def write_csv(report: Report, folder: Path) -> tuple[Path, Path]:
@@ -329,7 +323,7 @@ class CanvasExportPlugin(ExportPlugin):
         self.log.info("Exporting grades for Canvas to %s", dest)
         with open(dest, "w", newline="", encoding="utf-8") as f:
             w = csv.writer(f)
-            w.writerow(CANVAS_COLUMNS + [str(self.assignment_columns.get(a.name, a.name)) for a in assignments])
+            w.writerow(safe_row(CANVAS_COLUMNS + [str(self.assignment_columns.get(a.name, a.name)) for a in assignments]))
             w.writerow(["Points Possible", "", "", "", ""] + [f"{float(a.max_score):g}" for a in assignments])
             for s in students:
                 name = f"{s.last_name}, {s.first_name}" if s.last_name and s.first_name else \
@@ -345,4 +339,4 @@ class CanvasExportPlugin(ExportPlugin):
                         continue
                     score = float(sub.score or 0) - float(sub.late_submission_penalty or 0)
                     row.append(f"{score:g}")
-                w.writerow(row)
+                w.writerow(safe_row(row))

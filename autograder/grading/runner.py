@@ -32,6 +32,7 @@ import nbformat
 from traitlets.config import Config
 
 from .execute import NO_SANDBOX, require_python_kernel
+from .ids import unsafe_id
 from .files import remove_trees, submission_files
 from .intake import find_submitted, read_notebook, repair
 from .jobs import Job, Outcome, add_guards, settle_memory
@@ -309,6 +310,12 @@ class Grader(Recording, FollowsSource, RunHistory):
                 break
             self._event("preparing", i, len(students))
             opened.append(student)
+            refused = unsafe_id(student)
+            if refused:          # a broken submission, never written to the gradebook or the formgrader
+                results[student].problems.append(refused)
+                results[student].graded = False
+                failed.add(student)          # (nothing to total or publish)
+                continue
             try:
                 self.open_submission(student, results[student])
             except Exception as exc:
@@ -366,7 +373,7 @@ class Grader(Recording, FollowsSource, RunHistory):
                 if outcome.peak_memory is not None:
                     r.peak_memory = max(r.peak_memory or 0, outcome.peak_memory)
                 try:
-                    self.record(outcome)
+                    r.flags += [f for f in self.record(outcome) or [] if f not in r.flags]
                 except Exception as exc:
                     fail(job.student, f"{job.notebook}: could not record grades: {type(exc).__name__}: {exc}")
             remaining[job.student] -= 1

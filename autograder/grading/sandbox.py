@@ -71,6 +71,7 @@ class Slot(Sandbox):
         self.exit_asked = self.abandoned = False
         self.lock = threading.Lock()
         self.judge = JudgeBox(index, base_dir, sandboxed)
+        self.clean_resident: int | None = None
 
     # -- life cycle ----------------------------------------------------------------------------
     def start(self, timeout: float = 300) -> None:
@@ -91,6 +92,14 @@ class Slot(Sandbox):
             raise SlotError(f"{exc}: {self.log_tail() or 'it printed nothing'}") from None
         if not reply.get("ready"):
             raise SlotError(f"slot {self.index}: fork server did not start")
+        self.clean_resident = self.cgroup.resident() if self.cgroup is not None else None
+
+    def held_since_clean(self) -> int:
+        """How much more anonymous and shared memory the slot holds than when its fork server was
+        ready (0 without a cgroup): what a finished submission left behind."""
+        if self.cgroup is None or self.clean_resident is None:
+            return 0
+        return max(0, self.cgroup.resident() - self.clean_resident)
 
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
