@@ -252,6 +252,22 @@ def _summary(assignment: str, grader, results, wall: float, page) -> int:
     return 1 if failed else 0
 
 
+def named_assignments(args: argparse.Namespace, root: Path, cfg) -> list[str] | None:
+    """The assignments the command line names (``--all``: every one of the source folder); None,
+    said, when it names none or one the course does not have."""
+    from nbgrader.coursedir import CourseDirectory
+
+    source = root / CourseDirectory(config=cfg).source_directory
+    known = sorted(p.name for p in source.iterdir() if p.is_dir()) if source.is_dir() else []
+    names = known if args.all else list(args.assignment or [])
+    unknown = [a for a in names if a not in known]
+    if not names or unknown:
+        console.print(f"[red]{'no assignment ' + repr(unknown[0]) if unknown else 'name an assignment (or --all)'}; "
+                      f"there are: {_plain(', '.join(known) or 'none')}[/]")
+        return None
+    return names
+
+
 def cmd_check_assignment(args: argparse.Namespace) -> int:
     """The authoring check of each assignment named: exit 1 when anything is off."""
     from .assignment_check import check_assignment
@@ -263,15 +279,8 @@ def cmd_check_assignment(args: argparse.Namespace) -> int:
     except (GradingError, FileNotFoundError) as exc:
         console.print(f"[red]{_plain(exc, 4000, True)}[/]")
         return 2
-    from nbgrader.coursedir import CourseDirectory
-
-    source = root / CourseDirectory(config=cfg).source_directory
-    known = sorted(p.name for p in source.iterdir() if p.is_dir()) if source.is_dir() else []
-    names = known if args.all else list(args.assignment or [])
-    unknown = [a for a in names if a not in known]
-    if not names or unknown:
-        console.print(f"[red]{'no assignment ' + repr(unknown[0]) if unknown else 'name an assignment (or --all)'}; "
-                      f"there are: {_plain(', '.join(known) or 'none')}[/]")
+    names = named_assignments(args, root, cfg)
+    if names is None:
         return 2
     import contextlib
 

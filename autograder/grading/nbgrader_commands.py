@@ -8,24 +8,18 @@ from pathlib import Path
 from rich.console import Console
 
 console = Console()
-from .commands import _grading_config, _plain, _plural, _similarity_one
+from .commands import _grading_config, _plain, _plural, _similarity_one, named_assignments
 
 
 def cmd_similarity(args: argparse.Namespace) -> int:
     """Pairs of submissions whose answers are unusually alike, read from submitted/ (never run)."""
-    from nbgrader.coursedir import CourseDirectory
-
     try:
         root, cfg = _grading_config(args)
     except FileNotFoundError as exc:
         console.print(f"[red]{_plain(exc, 4000, True)}[/]")
         return 2
-    source = root / CourseDirectory(config=cfg).source_directory
-    known = sorted(p.name for p in source.iterdir() if p.is_dir()) if source.is_dir() else []
-    assignments = known if args.all else list(args.assignment or [])
-    unknown = [a for a in assignments if a not in known]
-    if unknown or not assignments:
-        console.print(f"[red]name an assignment (or --all); there are: {', '.join(known)}[/]")
+    assignments = named_assignments(args, root, cfg)
+    if assignments is None:
         return 2
     return max(_similarity_one(root, cfg, a) for a in assignments)
 
