@@ -94,8 +94,12 @@ def test_learner_runs_an_exercise_and_reads_the_diagnostic_of_a_failing_test(pag
     assert re.search(r"\[\d+\]", last.text_content() or ""), f"Run All stopped before the last code cell: {last.text_content()!r}"
     page.wait_for_selector(f'{PANEL} .jp-Notebook-ExecutionIndicator[data-status="idle"]')
     test.scroll_into_view_if_needed()      # the run ended at the bottom of the notebook
-    shown = test.locator(".jp-OutputArea-output").all_inner_texts()
-    text = "\n".join(shown)
+    # JupyterLab renders a cell scrolled back into view a moment later (the notebook is windowed)
+    deadline = time.monotonic() + 30
+    text = ""
+    while "is False" not in text and time.monotonic() < deadline:
+        time.sleep(0.5)
+        text = "\n".join(test.locator(".jp-OutputArea-output").all_inner_texts())
     assert "shares_memory(a, a.detach()) is False" in text, f"the failing test shows:\n{text[:2000]}"
     # the misconception behind the mistake, and the lecture heading that refutes it
     assert f"Myth: {misconception.myth}" in text and "misconception" not in text, text[:2000]

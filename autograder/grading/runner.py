@@ -112,12 +112,7 @@ class Grader(Recording, FollowsSource, RunHistory):
             if version is None:
                 log(f"WARNING: {sentence}: six processes of one submission may hold six times its memory.")
         self.students = students or self._find_students()
-        if students:
-            missing = [s for s in students if s not in self._find_students()]
-            if missing:
-                where = self.coursedir.format_path(self.coursedir.submitted_directory, "STUDENT", assignment)
-                raise GradingError(f"no submission of {assignment} for {', '.join(missing)} "
-                                   f"(looked in {Path(where).relative_to(self.root)}/): nothing was graded")
+        self._given = bool(students)
 
     @property
     def report_dir(self) -> Path:
@@ -230,6 +225,7 @@ class Grader(Recording, FollowsSource, RunHistory):
 
         # nbgrader's gradebook API trips SQLAlchemy's autoflush warnings; they are about nbgrader
         warnings.filterwarnings("ignore", category=SAWarning)
+        self._require_submissions()
         settle_memory()
         self.started_at = time.monotonic()
         hashes = self._hashes()
@@ -240,6 +236,18 @@ class Grader(Recording, FollowsSource, RunHistory):
             return self._follow_and_run(progress, hashes)
         finally:
             self._close_slots()
+
+    def _require_submissions(self) -> None:
+        """Students named (``--student``) must each have a submission when the run starts: nothing
+        is graded otherwise (no gradebook entry, no 0 in the exports)."""
+        if not self._given:
+            return
+        found = set(self._find_students())
+        missing = [s for s in self.students if s not in found]
+        if missing:
+            where = self.coursedir.format_path(self.coursedir.submitted_directory, "STUDENT", self.assignment)
+            raise GradingError(f"no submission of {self.assignment} for {', '.join(missing)} "
+                               f"(looked in {Path(where).relative_to(self.root)}/): nothing was graded")
 
     def _follow_and_run(self, progress, hashes: dict[str, str]) -> list[Result]:
         notebooks = self._notebook_ids()

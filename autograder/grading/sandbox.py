@@ -118,6 +118,8 @@ class Slot(Sandbox):
         if not self.warm:
             self.request({"op": "warm"}, timeout=300)
             self.warm = True
+            # what the warm-up loaded stays in the fork server, by design: the clean state is now this
+            self.clean_resident = self.cgroup.resident() if self.cgroup is not None else None
 
     def ask_to_exit(self) -> None:
         """Tell the fork server and the judge's server to exit, without waiting (``close`` waits)."""
