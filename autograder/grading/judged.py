@@ -46,8 +46,22 @@ def judged_sources(db_url: str, assignment: str, notebook: str) -> dict[str, str
 
 def is_judged(source: str) -> bool:
     """A test cell with this source runs in the judge: always when it holds hidden tests, else
-    unless a line of it is exactly the opt-out ``# runs in your kernel``."""
-    return is_hidden(source) or not runs_in_kernel(source)
+    unless a line of it is exactly the opt-out ``# runs in your kernel``, or it deletes a name
+    (``del f``: the judge reads the kernel's names, it cannot take one away from the learner's
+    code, so such a visible test runs where it means what it says)."""
+    return is_hidden(source) or not (runs_in_kernel(source) or deletes_a_name(source))
+
+
+def deletes_a_name(source: str) -> bool:
+    """The cell deletes a name (``del squares``), to test that the learner's code depends on it."""
+    import ast
+
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return False
+    return any(isinstance(n, ast.Delete) and any(isinstance(t, ast.Name) for t in n.targets)
+               for n in ast.walk(tree))
 
 
 def runs_in_kernel(source: str) -> bool:

@@ -210,6 +210,8 @@ def serve(control_fd: int) -> int:
     from autograder.grading.forkserver import _kill_everything_else, remove_leftovers
 
     preload()
+    # the judged tests see what a test cell sees in the kernel (nbgrader's own autograde sets it)
+    os.environ["NBGRADER_EXECUTION"] = "autograde"
     import gc
 
     gc.collect()
