@@ -265,6 +265,15 @@ class Sandbox:
         except OSError:
             return ""
 
+    def kill_server(self) -> None:
+        """Kill the server at once (a restart: it may be stuck), and wait for it briefly."""
+        if self.proc is not None:
+            try:
+                self.proc.kill()
+                self.proc.wait(timeout=10)
+            except Exception:
+                pass
+
     def release(self) -> None:
         """Remove the cgroup, unmount the scratch folder, give the user id back (the server is
         stopped first, by the subclass)."""

@@ -221,6 +221,27 @@ def remove_leftovers(proc: str = "/proc/sysvipc", dirs=POSIX_DIRS) -> list[str]:
     return removed
 
 
+def reap(child: int | None, status: int | None) -> dict:
+    """End a submission in this server's sandbox: every other process killed, the child's exit
+    status, zombies collected, what it left in the sandbox removed (named in the reply)."""
+    _kill_everything_else(child)
+    if child is not None and status is None:
+        try:
+            _, code = os.waitpid(child, 0)
+            status = os.waitstatus_to_exitcode(code)
+        except ChildProcessError:
+            status = -9
+    while True:      # any other process left to us (re-parented zombies)
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            break
+        if pid == 0:
+            break
+    in_sandbox = os.environ.get("COPY_THAT_PIDNS") == "1" and os.getpid() < 100
+    return {"status": status, "leftovers": remove_leftovers() if in_sandbox else []}
+
+
 def serve() -> int:
     ctypes.CDLL(None).prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
     preload()
@@ -262,23 +283,7 @@ def serve() -> int:
                     pass
             _reply(out, {"ok": True})
         elif op == "reap":
-            _kill_everything_else(child)
-            if child is not None and status is None:
-                try:
-                    _, code = os.waitpid(child, 0)
-                    status = os.waitstatus_to_exitcode(code)
-                except ChildProcessError:
-                    status = -9
-            # collect any other zombies re-parented to us
-            while True:
-                try:
-                    pid, _ = os.waitpid(-1, os.WNOHANG)
-                except ChildProcessError:
-                    break
-                if pid == 0:
-                    break
-            in_sandbox = os.environ.get("COPY_THAT_PIDNS") == "1" and os.getpid() < 100
-            _reply(out, {"status": status, "leftovers": remove_leftovers() if in_sandbox else []})
+            _reply(out, reap(child, status))
             child = None
         elif op == "warm":
             if not warm:

@@ -207,7 +207,7 @@ class _Control:
 
 def serve(control_fd: int) -> int:
     ctypes.CDLL(None).prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
-    from autograder.grading.forkserver import _kill_everything_else, remove_leftovers
+    from autograder.grading.forkserver import reap
 
     preload()
     # the judged tests see what a test cell sees in the kernel (nbgrader's own autograde sets it)
@@ -237,22 +237,7 @@ def serve(control_fd: int) -> int:
             pipe.close()
             control.reply({"pid": child})
         elif request.get("op") == "reap":
-            _kill_everything_else(child)
-            if child is not None and status is None:
-                try:
-                    _, code = os.waitpid(child, 0)
-                    status = os.waitstatus_to_exitcode(code)
-                except ChildProcessError:
-                    status = -9
-            while True:      # any other process left to us
-                try:
-                    pid, _ = os.waitpid(-1, os.WNOHANG)
-                except ChildProcessError:
-                    break
-                if pid == 0:
-                    break
-            in_sandbox = os.environ.get("COPY_THAT_PIDNS") == "1" and os.getpid() < 100
-            control.reply({"status": status, "leftovers": remove_leftovers() if in_sandbox else []})
+            control.reply(reap(child, status))
             child = None
         else:
             control.reply({"error": "unknown request"})

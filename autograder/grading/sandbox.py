@@ -152,12 +152,7 @@ class Slot(Sandbox):
         super().release()
 
     def restart(self) -> None:
-        if self.proc is not None:
-            try:
-                self.proc.kill()
-                self.proc.wait(timeout=10)
-            except Exception:
-                pass
+        self.kill_server()
         self.proc = None
         self.start()
 
