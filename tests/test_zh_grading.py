@@ -50,18 +50,21 @@ def graded(tmp_path_factory):
         shutil.copytree(ROOT / "zh" / folder / A, course / "zh" / folder / A)
     wrong, right = answers_for(A)
     cases = {"reference": (None, False), "blank": (None, True)}
+    varying = set()
     for kind, items in (("wrong", wrong), ("right", right)):
         for i, a in enumerate(items):
             cases[student_id(kind, i, a)] = ({a.cell: a.source}, False)
+            if a.varies:
+                varying.add(student_id(kind, i, a))
     subs = {}
     for name, (answers, blank) in cases.items():
         subs[f"en_{name}"] = en_submission(answers, blank)
         subs[f"zh_{name}"] = zh_submission(course, answers, blank)
-    return grade_with_the_course_grader(course, {A: subs})[A], list(cases), course
+    return grade_with_the_course_grader(course, {A: subs})[A], list(cases), course, varying
 
 
 def test_the_corpus_scores_the_same_cell_by_cell_in_both_editions(graded):
-    grades, cases, _ = graded
+    grades, cases, *_ = graded
     assert len(cases) > 30
     for name in cases:
         en, zh = grades.scores.get(f"en_{name}"), grades.scores.get(f"zh_{name}")
@@ -72,10 +75,16 @@ def test_the_corpus_scores_the_same_cell_by_cell_in_both_editions(graded):
 
 
 def test_the_corpus_gets_the_same_diagnoses_in_both_editions(graded):
-    grades, cases, _ = graded
+    grades, cases, _, varying = graded
     named = 0
     for name in cases:
         en, zh = diagnoses(grades.notebooks[f"en_{name}"]), diagnoses(grades.notebooks[f"zh_{name}"])
+        if name in varying:
+            # which check fails first depends on the run (the answer says why): the same cells
+            # fail, and each names a misconception in both editions
+            assert {c for c, (_, e) in en.items() if e} == {c for c, (_, e) in zh.items() if e}, name
+            assert all(ids for ids, e in [*en.values(), *zh.values()] if e), name
+            continue
         assert en == zh, name
         named += sum(bool(ids) for ids, _ in en.values())
     assert named >= 10, "the corpus's diagnoses name misconceptions"

@@ -37,12 +37,16 @@ class Answer:
 
     ``message`` (wrong answers only): a piece of text the failing test must print, so the
     diagnosis is checked, not only the lost points.
+    ``varies`` (wrong answers only): why the check that fails first may differ from run to run
+    (say, an answer that compares the ``id()`` of temporaries depends on which addresses Python
+    reuses).  Such an answer still loses the same points every run; only its diagnosis may move.
     """
 
     cell: str          # grade_id of the solution cell
     why: str           # the mistake (wrong) or the way of writing it (right)
     source: str        # the whole cell, as a learner would type it
     message: str | None = None
+    varies: str | None = None
 
 
 def corpus_file(root: Path, assignment: str) -> Path:
