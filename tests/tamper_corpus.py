@@ -472,6 +472,12 @@ print('WROTE', written)
                                      "display(Markdown('[x][r]\\n\\n[r]: javascript:alert(1)'))\n"),
          FULL, flag="an output was not shown", extra=lambda r, ctx: _no("<div><div>", json.dumps(
              [c.get("outputs", []) for c in r.autograded.cells if c.cell_type == "code"]))),
+    Case("mismatched-tags", "displays 119 KB of <b></i> (end tags that close nothing: 90 s of the parser "
+         "before the scan counted them), next to correct answers",
+         lambda ctx: with_code(after="from IPython.display import HTML, display\n"
+                                     "display(HTML('<b></i>' * 17000))\n"),
+         FULL, flag="an output was not shown", extra=lambda r, ctx: _no("<b></i><b>", json.dumps(
+             [c.get("outputs", []) for c in r.autograded.cells if c.cell_type == "code"]))),
     Case("size-as-markup", "an image whose width metadata is an unquoted attribute with a handler",
          lambda ctx: with_code(after="display({'image/png': 'iVBORw0KGgo='}, raw=True, metadata={'image/png': "
                                      "{'width': '1 src=x onerror=alert(1)'}})\n"),

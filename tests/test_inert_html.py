@@ -11,6 +11,7 @@ No kernel runs: the notebook is built in code, as an autograded submission would
 from __future__ import annotations
 
 import base64
+import copy
 import re
 from html.parser import HTMLParser
 from pathlib import Path
@@ -267,3 +268,50 @@ def test_autograding_keeps_only_a_numeric_size_in_output_metadata():
     nb, resources = _inert(nb)
     assert nb.cells[0].outputs[0].metadata == {"image/png": {"height": "20", "alt": "a plot"}}
     assert "inert_flags" not in resources
+
+
+def test_mismatched_end_tags_count_as_open():
+    """``<b></i>`` closes nothing in a parser: 120 KiB of it took the parser 90 s; it is now refused
+    by the linear scan, while end tags that do close keep the depth down."""
+    from autograder.grading.htmlclean import too_costly
+
+    assert "nested over" in too_costly("<b></i>" * 17_000)
+    assert too_costly("<div><span></span></div>" * 5_000) is None
+    assert too_costly("<div><b>x</div>" * 5_000) is None      # the </div> closes the <b> opened inside it
+
+
+def _markup_notebook(html: str, kb: int = 24):
+    nb = new_notebook()
+    cell = new_code_cell("x", execution_count=1)
+    table = "<table>" + "<tr><td>1</td></tr>" * (kb * 1024 // 19) + "</table>"
+    cell.outputs = [new_output("display_data", data={"text/html": table}),
+                    new_output("display_data", data={"text/html": html})]
+    nb.cells = [cell, new_markdown_cell("[link](javascript:alert(1)) <img src=x onerror=e()>")]
+    return nb
+
+
+def test_a_notebook_with_much_markup_is_cleaned_in_a_child_as_it_would_be_in_place():
+    from autograder.grading.inert import InertStudentContent
+
+    who = {"nbgrader": {"student": "s1", "notebook": "a1_views"}}
+    payload = '<img src=x onerror="e()"><script>s()</script><div>' * 2 + "<b></i>" * 60
+    nb = _markup_notebook(payload)
+    assert InertStudentContent()._markup(nb) >= InertStudentContent().in_place_below
+    in_child, flags_child = InertStudentContent().preprocess(copy.deepcopy(nb), dict(who))
+    in_place, flags_place = InertStudentContent(clean_limit=0).preprocess(copy.deepcopy(nb), dict(who))
+    assert in_child == in_place and flags_child.get("inert_flags") == flags_place.get("inert_flags")
+    assert "nested over" in " ".join(flags_child["inert_flags"])       # the <b></i> run, refused
+    text = nbformat.writes(in_child)
+    assert "<img" not in text and "javascript:" not in text and "<script>" not in text
+
+
+def test_cleaning_past_its_time_limit_shows_no_markup_and_flags_the_student():
+    from autograder.grading.inert import InertStudentContent
+
+    nb, resources = InertStudentContent(clean_limit=0.05).preprocess(
+        _markup_notebook("<p>fine</p>"), {"nbgrader": {"student": "s1", "notebook": "a1_views"}})
+    assert any("markup was not shown: cleaning it took over 0.05 s" in f for f in resources["inert_flags"])
+    outputs = nb.cells[0].outputs
+    assert all("text/html" not in o.data and "not shown" in o.data["text/plain"] for o in outputs)
+    assert nb.cells[1].source.startswith("[") and "not shown" in nb.cells[1].source
+    assert "javascript" not in nbformat.writes(nb)

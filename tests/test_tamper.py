@@ -26,7 +26,7 @@ RUNS_HOSTILE_CODE = {"exit-midway", "infinite-loop", "output-flood", "huge-alloc
                      "read-secrets", "write-gradebook", "delete-course", "network", "leftover-processes",
                      "patched-torch", "patched-helpers", "custom-exc", "no-traceback", "planted-config",
                      "deep-tree", "reads-host", "forked-memory", "poisoned-server", "forges-the-agent",
-                     "fills-scratch", "huge-message", "deep-html", "size-as-markup", "leaves-ipc",
+                     "fills-scratch", "huge-message", "deep-html", "mismatched-tags", "size-as-markup", "leaves-ipc",
                      *KERNEL_TRICKS}
 TEST_LIMITS = Limits(memory_bytes=2 << 30, cell_timeout=10, notebook_timeout=120, cpu_seconds=60,
                      output_bytes=1 << 20)
@@ -180,6 +180,26 @@ def test_nothing_escapes_the_sandbox(corpus):
     changed = {name: (r.score, r.flags, r.problems) for name, r in victims.items()
                if (r.score, r.flags, r.problems) != (13.0, [], [])}
     assert not changed, f"an attacker changed the grading of the honest student after it: {changed}"
+
+
+@SANDBOX
+def test_each_submission_leaves_its_slot_as_it_found_it(corpus):
+    """After every submission of the batch (each attack, each victim), once its slot was reaped,
+    restarted if it held too much, and cleared: the slot's memory is back within DIRTY_BYTES of the
+    clean state it first had, so the next one's limits start from there; the attack that leaves
+    SysV and POSIX objects behind is flagged for it."""
+    from autograder.grading import cgroups
+    from autograder.grading.jobs import DIRTY_BYTES, LEFT_BEHIND
+
+    results, _ = corpus
+    if cgroups.available()[0] is None:
+        pytest.skip(f"no cgroup for the slots here: {cgroups.available()[1]}")
+    graded = {n: r.slot_left for n, r in results.items() if r.seconds > 0}
+    assert len(graded) >= len(RUNS_HOSTILE_CODE) * 2, graded
+    assert None not in graded.values(), graded
+    over = {n: left >> 20 for n, left in graded.items() if left > DIRTY_BYTES}
+    assert not over, f"MiB a slot still held after these submissions: {over}"
+    assert any(f.startswith(LEFT_BEHIND) for f in results["leaves-ipc"].flags), results["leaves-ipc"].flags
 
 
 @SANDBOX

@@ -97,17 +97,22 @@ def clean_html(html) -> str:
 
 
 def too_costly(text: str) -> str | None:
-    """Why parsing ``text`` could stall (too long, nested too deep), checked in one linear scan."""
+    """Why parsing ``text`` could stall (too long, nested too deep), checked in one linear scan.
+
+    Depth is counted as a parser would nest: an end tag closes only an element it matches (and the
+    ones opened inside it); one that matches nothing open (``<b></i>``) closes nothing, so a run of
+    them cannot hide what it leaves open."""
     if len(text) > MAX_CLEAN_CHARS:
         return f"{len(text):,} characters, over {MAX_CLEAN_CHARS:,}"
-    depth = deepest = 0
+    stack: list[str] = []
     for m in _TAG.finditer(text):
+        name = m.group(2).lower()
         if m.group(1):
-            depth = max(0, depth - 1)
-        elif not m.group(3) and m.group(2).lower() not in _VOID:
-            depth += 1
-            deepest = max(deepest, depth)
-            if deepest > MAX_DEPTH:
+            if name in stack:
+                del stack[len(stack) - 1 - stack[::-1].index(name):]
+        elif not m.group(3) and name not in _VOID:
+            stack.append(name)
+            if len(stack) > MAX_DEPTH:
                 return f"tags nested over {MAX_DEPTH} deep"
     return None
 

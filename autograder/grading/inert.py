@@ -17,7 +17,10 @@ of tags and attributes) applied to what the student controls:
 
 Bounded before cleaned: an HTML, markdown or SVG output that is too long or nested too deep for
 the parser (see ``htmlclean.too_costly``), or past the notebook's budget of such outputs, is
-replaced by a one-line note before anything parses it, and the student is flagged.  Output
+replaced by a one-line note before anything parses it, and the student is flagged.  A notebook
+with ``in_place_below`` characters of markup or more is cleaned in a child process given
+``clean_limit`` seconds (``timelimited``); past them none of its markup is shown (each piece
+becomes a note) and the student is flagged.  Output
 metadata keeps only a numeric image size and a text ``alt`` (the classic template writes the size
 into an unquoted attribute).  What is served is cleaned again when rendered
 (``htmlclean``, configured in ``nbgrader_config.py``).
@@ -31,12 +34,14 @@ from __future__ import annotations
 import re
 
 from nbconvert.preprocessors.sanitize import SanitizeHTML
-from traitlets import Bool, Int
+from traitlets import Bool, Float, Int
 
 from ..learner.cells import role
 from .htmlclean import get_metadata, too_costly
+from .timelimited import Overrun, run_limited
 
 PARSED_TYPES = ("text/html", "text/markdown", "image/svg+xml")
+CLEANED_TYPES = ("text/html", "text/markdown")      # what is parsed (SVG is dropped unparsed)
 
 _SCRIPT_URL = re.compile(r"\]\(\s*(?:javascript|vbscript|data)\s*:", re.IGNORECASE)
 
@@ -47,6 +52,13 @@ class InertStudentContent(SanitizeHTML):
     enabled = Bool(True, help="On by default, unlike nbconvert's own preprocessors").tag(config=True)
     markup_budget = Int(512 << 10, help="Characters of HTML, markdown and SVG output a notebook may "
                                          "show in all; later ones are replaced by a note").tag(config=True)
+    clean_limit = Float(10.0, help="Seconds the cleaning of one notebook may take in a child process "
+                                   "(for a notebook with in_place_below characters of markup or more); "
+                                   "past them none of its markup is shown and the student is flagged. "
+                                   "0: clean in place").tag(config=True)
+    in_place_below = Int(16 << 10, help="Characters of markup (HTML and markdown outputs, the student's "
+                                        "markdown and raw cells) below which cleaning runs in place, "
+                                        "where its worst case is a fraction of a second").tag(config=True)
 
     def __init__(self, **kwargs):
         super().__init__(**kwargs)
@@ -56,7 +68,17 @@ class InertStudentContent(SanitizeHTML):
         self._spent, self._flags = 0, []
         info = resources.get("nbgrader", {}) if isinstance(resources, dict) else {}
         self._who = (info.get("student"), info.get("notebook")) if info else None
-        nb, resources = super().preprocess(nb, resources)
+        if self.clean_limit > 0 and self._markup(nb) >= self.in_place_below:
+            who = {"nbgrader": {k: info.get(k) for k in ("student", "notebook")}} if info else {}
+            try:
+                nb, flags = run_limited(self, nb, who, self.clean_limit, "inert_flags", {"clean_limit": 0})
+                for text in flags:
+                    self._flag(text)
+            except Overrun as exc:
+                self._flag(f"its markup was not shown: cleaning it {exc}")
+                nb, resources = super().preprocess(self._without_markup(nb, f"cleaning {exc}"), resources)
+        else:
+            nb, resources = super().preprocess(nb, resources)
         if self._flags:
             resources.setdefault("inert_flags", []).extend(self._flags)
         return nb, resources
@@ -75,6 +97,39 @@ class InertStudentContent(SanitizeHTML):
             cell.source = _SCRIPT_URL.sub("](#link-removed:", self.sanitize_html_tags(cell.source))
             return cell, resources
         return super().preprocess_cell(cell, resources, cell_index)
+
+    @staticmethod
+    def _students(nb):
+        """The markdown and raw cells the student controls (the instructor's locked ones are restored)."""
+        for cell in nb.cells:
+            if cell.cell_type in ("markdown", "raw"):
+                r = role(cell)
+                if not (r.locked and not r.solution):
+                    yield cell
+
+    def _markup(self, nb) -> int:
+        """Characters the cleaning would parse: the student's markdown and HTML, cells and outputs."""
+        total = sum(len(str(c.source)) for c in self._students(nb))
+        for cell in nb.cells:
+            for output in cell.get("outputs", []) if cell.cell_type == "code" else []:
+                data = output.get("data") if isinstance(output, dict) else None
+                for mime in CLEANED_TYPES if isinstance(data, dict) else ():
+                    value = data.get(mime)
+                    total += sum(map(len, value)) if isinstance(value, list) else len(str(value or ""))
+        return total
+
+    def _without_markup(self, nb, why: str):
+        """``nb`` with a note in place of every piece of markup, nothing of it parsed."""
+        for cell in self._students(nb):
+            cell.source = f"[{len(str(cell.source)):,} characters of {cell.cell_type} not shown: {why}]"
+            cell.pop("attachments", None)
+        for cell in nb.cells:
+            for output in cell.get("outputs", []) if cell.cell_type == "code" else []:
+                data = output.get("data") if isinstance(output, dict) else None
+                for mime in PARSED_TYPES if isinstance(data, dict) else ():
+                    if data.pop(mime, None) is not None:
+                        data.setdefault("text/plain", f"[{mime} not shown: {why}]")
+        return nb
 
     def _flag(self, text: str) -> None:
         if text not in self._flags:

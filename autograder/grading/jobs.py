@@ -65,6 +65,8 @@ class Outcome:
     seconds: float = 0.0
     files: dict[str, bytes] = field(default_factory=dict)   # what the kernel wrote beside the notebook
     peak_memory: int | None = None   # bytes its processes held together at most (the cgroup's count)
+    slot_left: int | None = None     # bytes the slot held over the clean state it first had once
+                                     # this one was cleared (restarted if need be): the next one's start
 
 
 class _Stop(Exception):
@@ -338,6 +340,7 @@ async def _execute(job: Job, slot: Slot) -> Outcome:
 
     oom_before = 0
     peak: int | None = None
+    slot_left: int | None = None
     judge_socket = None
     watchdog = threading.Timer(job.limits.notebook_timeout,
                                lambda: kill(f"the notebook ran past its {job.limits.notebook_timeout} s limit"))
@@ -420,6 +423,7 @@ async def _execute(job: Job, slot: Slot) -> Outcome:
         written = kernel_output_files(slot.dir, job.files, problems)
         peak = slot.submission_peak_memory()
         slot.clear()
+        slot_left = slot.held_since_first_clean()    # what the next submission starts with
     if why_killed and not stop_reason:
         stop_reason = why_killed[0]
         problems.append(stop_reason)
@@ -438,7 +442,7 @@ async def _execute(job: Job, slot: Slot) -> Outcome:
             problems.append(f"{JUDGE_STOPPED}: {client.judge_stopped}")
             flags.append(JUDGE_STOPPED)
     return Outcome(job.student, job.notebook, dict(nb), problems, flags, time.monotonic() - start, written,
-                   peak)
+                   peak, slot_left)
 
 
 class JudgeUnavailable(Exception):

@@ -380,6 +380,8 @@ class Grader(Recording, FollowsSource, RunHistory):
                 r.timeouts += _timeouts(outcome)
                 if outcome.peak_memory is not None:
                     r.peak_memory = max(r.peak_memory or 0, outcome.peak_memory)
+                if outcome.slot_left is not None:
+                    r.slot_left = max(r.slot_left or 0, outcome.slot_left)
                 try:
                     r.flags += [f for f in self.record(outcome) or [] if f not in r.flags]
                 except Exception as exc:

@@ -72,6 +72,7 @@ class Slot(Sandbox):
         self.lock = threading.Lock()
         self.judge = JudgeBox(index, base_dir, sandboxed)
         self.clean_resident: int | None = None
+        self.first_clean: dict[bool, int] = {}   # the clean state it first had: cold, warmed up
 
     # -- life cycle ----------------------------------------------------------------------------
     def start(self, timeout: float = 300) -> None:
@@ -93,6 +94,8 @@ class Slot(Sandbox):
         if not reply.get("ready"):
             raise SlotError(f"slot {self.index}: fork server did not start")
         self.clean_resident = self.cgroup.resident() if self.cgroup is not None else None
+        if self.clean_resident is not None:
+            self.first_clean.setdefault(False, self.clean_resident)
 
     def held_since_clean(self) -> int:
         """How much more anonymous and shared memory the slot holds than when its fork server was
@@ -100,6 +103,14 @@ class Slot(Sandbox):
         if self.cgroup is None or self.clean_resident is None:
             return 0
         return max(0, self.cgroup.resident() - self.clean_resident)
+
+    def held_since_first_clean(self) -> int | None:
+        """The same against the clean state the slot first had (cold or warmed up, as it is now),
+        None without a cgroup: a restart that did not give back what a submission took shows here,
+        where ``held_since_clean``, measured from the restart's own clean state, would not."""
+        if self.cgroup is None or self.clean_resident is None:
+            return None
+        return max(0, self.cgroup.resident() - self.first_clean.get(self.warm, self.clean_resident))
 
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
@@ -120,6 +131,8 @@ class Slot(Sandbox):
             self.warm = True
             # what the warm-up loaded stays in the fork server, by design: the clean state is now this
             self.clean_resident = self.cgroup.resident() if self.cgroup is not None else None
+            if self.clean_resident is not None:
+                self.first_clean.setdefault(True, self.clean_resident)
 
     def ask_to_exit(self) -> None:
         """Tell the fork server and the judge's server to exit, without waiting (``close`` waits)."""

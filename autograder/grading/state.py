@@ -25,6 +25,8 @@ class Result:
     failed: bool = False    # True: grading went wrong on the grader's side (the run failed for it);
                             # a broken notebook is graded=False, failed=False: the student's problem
     hash: str = ""                   # the submitted folder's content hash (``submission_hash``)
+    slot_left: int | None = None     # bytes its slot held over its first clean state once it
+                                     # was cleared (the most of its notebooks; None: no cgroup)
 
 
 
