@@ -106,10 +106,10 @@ def test_the_histogram_is_an_svg_whose_bars_count_the_scores():
     assert histogram_svg(Report("a1", [], [], {}, None, None, 15.0, 1.0)) is None
 
 
-def test_a_call_starts_a_slot_for_every_three_submissions_where_cores_are_few():
+def test_a_call_starts_a_slot_for_every_six_submissions_where_cores_are_few():
     from autograder.grading.pool import slots_worth_starting
 
-    on_two_cores = [slots_worth_starting(n, jobs=3, cores=2) for n in (1, 3, 4, 6, 7, 16)]
-    assert on_two_cores == [1, 1, 2, 2, 3, 3], on_two_cores
-    assert [slots_worth_starting(n, jobs=17, cores=16) for n in (1, 4, 16)] == [1, 4, 8]
+    on_two_cores = [slots_worth_starting(n, jobs=3, cores=2) for n in (1, 3, 4, 6, 7, 16, 150)]
+    assert on_two_cores == [1, 1, 1, 1, 2, 2, 2], on_two_cores
+    assert [slots_worth_starting(n, jobs=17, cores=16) for n in (1, 4, 16, 150)] == [1, 4, 8, 16]
     assert slots_worth_starting(0, jobs=3, cores=2) == 1 and slots_worth_starting(50, jobs=2, cores=64) == 2

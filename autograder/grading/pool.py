@@ -34,12 +34,15 @@ def execute(job: "Job", slot: Slot) -> "Outcome":
 
 
 def slots_worth_starting(submissions: int, jobs: int, cores: int | None = None) -> int:
-    """How many slots a call with ``submissions`` to grade starts (at most ``jobs``).  A slot's
-    start costs about as much CPU as three submissions (two servers, each loading torch), so
-    where the cores cannot start them all side by side (two each), a slot is started for every
-    three submissions: on 2 cores, 4 submissions get 2 slots rather than 3."""
+    """How many slots a call with ``submissions`` to grade starts (at most ``jobs``, at most one
+    a core).  A slot's start costs the CPU of some four to eight notebooks (two servers, each
+    loading torch: about 5 s of CPU), so where the cores cannot start them all side by side (two
+    servers each), a slot is started for every six submissions.  Measured on 2 cores, one call
+    of a1, a6 and a7: 4 submissions took 8.5, 10.4 and 11.5 s on one slot against 10.4-11.7,
+    11.7 and 11.6 s on two; 16 took 17.5, 19.3 and 23.7 s on two slots against 17.6, 23.1 and
+    27.6 s on three."""
     cores = cores or os.cpu_count() or 1
-    return max(1, min(jobs, submissions, max(-(-submissions // 3), cores // 2)))
+    return max(1, min(jobs, submissions, cores, max(-(-submissions // 6), cores // 2)))
 
 
 def as_results(futures: dict, completed):
