@@ -487,6 +487,10 @@ print('WROTE', written)
     Case("leaves-ipc", "leaves a 256 MiB SysV shared memory segment and a 128 MiB file in /dev/shm "
          "behind, next to correct answers",
          lambda ctx: with_code(after=LEAVE_IPC), FULL, flag="left objects behind in the slot"),
+    Case("leaves-key", "puts a key in its user's kernel keyring (where no process, file or namespace "
+         "holds it, for a later submission to read), next to correct answers",
+         lambda ctx: with_code(after=LEAVE_KEY), FULL,
+         extra=lambda r, ctx: _says(r, "KEYRING Operation not permitted")),
     # --- reading the hidden tests ------------------------------------------------------------------
     # --- answers that read the test calling them (the judge keeps the test out of the kernel) ------
     Case("oracle-reads-caller", "an answer that reads the calling test's line for the value it expects, "
@@ -664,6 +668,20 @@ print('LEFT', seg)
 def _planted_did_not_run(result) -> None:
     out = _output_of(result, "shares_memory")
     assert "clean" in out and "PLANTED RAN" not in out, out
+
+
+def _says(result, text: str) -> None:
+    out = _output_of(result, "shares_memory")
+    assert text in out, out
+
+
+LEAVE_KEY = """
+import ctypes, os, platform
+_libc = ctypes.CDLL(None, use_errno=True)
+_nr = {"x86_64": 248, "aarch64": 217}[platform.machine()]        # add_key
+_made = _libc.syscall(_nr, b"user", b"copy-that-left", b"answers", 7, ctypes.c_int(-4))   # the user keyring
+print("KEYRING", "made" if _made >= 0 else os.strerror(ctypes.get_errno()))
+"""
 
 
 def _scratch_within(result) -> None:

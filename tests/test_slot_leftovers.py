@@ -49,3 +49,46 @@ def test_reap_removes_sysv_and_posix_objects_and_says_so(tmp_path):
     assert "SysV semaphore set" in first and "SysV message queue" in first
     assert "psm_left (4,096 bytes)" in first
     assert got["second"] == [] and got["shm_after"] == [] and got["files"] == []
+
+
+KEY_SCRIPT = r"""
+import ctypes, json, os, platform
+from autograder.grading.nokeys import deny_keyrings
+libc = ctypes.CDLL(None, use_errno=True)
+ADD_KEY, KEYCTL = {"x86_64": (248, 250), "aarch64": (217, 219)}[platform.machine()]
+def add(name):
+    made = libc.syscall(ADD_KEY, b"user", name, b"x", 1, ctypes.c_int(-4))
+    return "made" if made >= 0 else os.strerror(ctypes.get_errno())
+before = add(b"copy-that-probe-before")
+refused = deny_keyrings()
+after = add(b"copy-that-probe-after")
+read = libc.syscall(KEYCTL, 0, ctypes.c_int(-4), 0)     # KEYCTL_GET_KEYRING_ID of the user keyring
+print(json.dumps({"before": before, "refused": refused, "after": after,
+                  "keyctl": "allowed" if read >= 0 else os.strerror(ctypes.get_errno())}))
+"""
+
+
+def test_the_servers_filter_refuses_every_keyring_call():
+    """What a sandbox's servers install before any submission runs (``nokeys``): add_key and keyctl
+    answer EPERM, where the same process could make a key a moment before (the control)."""
+    import platform
+
+    if platform.machine() not in ("x86_64", "aarch64"):
+        pytest.skip(f"the filter knows x86_64 and aarch64, not {platform.machine()}")
+    out = subprocess.run([sys.executable, "-c", KEY_SCRIPT], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    seen = json.loads(out.stdout)
+    if seen["before"] != "made":
+        pytest.skip(f"keyrings are closed here already ({seen['before']}): nothing to refuse")
+    assert seen == {"before": "made", "refused": None, "after": "Operation not permitted",
+                    "keyctl": "Operation not permitted"}, seen
+
+
+def test_the_filter_jumps_land_inside_the_program():
+    from autograder.grading.nokeys import RET_ALLOW, RET_EPERM, RET_K, program
+
+    code = program()
+    for i, (op, jt, jf, _) in enumerate(code):
+        if op != RET_K:
+            assert i + 1 + max(jt, jf) < len(code)
+    assert code[-1] == (RET_K, 0, 0, RET_EPERM) and (RET_K, 0, 0, RET_ALLOW) in code

@@ -26,7 +26,7 @@ RUNS_HOSTILE_CODE = {"exit-midway", "infinite-loop", "output-flood", "huge-alloc
                      "read-secrets", "write-gradebook", "delete-course", "network", "leftover-processes",
                      "patched-torch", "patched-helpers", "custom-exc", "no-traceback", "planted-config",
                      "deep-tree", "reads-host", "forked-memory", "poisoned-server", "forges-the-agent",
-                     "fills-scratch", "huge-message", "deep-html", "mismatched-tags", "size-as-markup", "leaves-ipc",
+                     "fills-scratch", "huge-message", "deep-html", "mismatched-tags", "size-as-markup", "leaves-ipc", "leaves-key",
                      *KERNEL_TRICKS}
 TEST_LIMITS = Limits(memory_bytes=2 << 30, cell_timeout=10, notebook_timeout=120, cpu_seconds=60,
                      output_bytes=1 << 20)

@@ -18,12 +18,20 @@ def grading_findings():
     from .bwrap import probe
     from ..learner.doctor import Finding
 
+    import subprocess
+    import sys
+
     problem = probe()
     version, sentence = available()
+    keys = subprocess.run([sys.executable, "-c", "from autograder.grading.nokeys import deny_keyrings; "
+                           "print(deny_keyrings() or '')"], capture_output=True, text=True)
+    refused = keys.stdout.strip() if keys.returncode == 0 else (keys.stderr.strip().splitlines() or ["failed"])[-1]
     return [Finding("grading sandbox (started now)", "works" if problem is None else problem, problem is None,
                     "instructors: grading would run student code unsandboxed (see the README's grading section)"),
             Finding("grading limits", sentence, version is not None,
-                    "run the grader as root (cgroup v1) or in a delegated cgroup v2 to sum limits per submission")]
+                    "run the grader as root (cgroup v1) or in a delegated cgroup v2 to sum limits per submission"),
+            Finding("kernel keyrings in the sandbox", refused or "refused (seccomp)", not refused,
+                    "a submission could leave a key for a later one: run on x86_64 or aarch64 Linux with seccomp")]
 
 
 def _size(text: str) -> int:

@@ -244,6 +244,11 @@ def reap(child: int | None, status: int | None) -> dict:
 
 def serve() -> int:
     ctypes.CDLL(None).prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
+    from autograder.grading.nokeys import deny_keyrings
+
+    refused = deny_keyrings()        # for this server and every kernel it forks
+    if refused:
+        print(f"kernel keyrings stay open to submissions: {refused}", file=sys.stderr)
     preload()
     # what is loaded now is shared with every kernel: keep the collector from touching it there
     # (each page it writes to is copied into the kernel)

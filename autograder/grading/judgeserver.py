@@ -208,7 +208,11 @@ class _Control:
 def serve(control_fd: int) -> int:
     ctypes.CDLL(None).prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
     from autograder.grading.forkserver import reap
+    from autograder.grading.nokeys import deny_keyrings
 
+    refused = deny_keyrings()        # for this server and every judge it forks
+    if refused:
+        print(f"kernel keyrings stay open to the judges: {refused}", file=sys.stderr)
     preload()
     # the judged tests see what a test cell sees in the kernel (nbgrader's own autograde sets it)
     os.environ["NBGRADER_EXECUTION"] = "autograde"
