@@ -191,7 +191,8 @@ def test_python_m_autograder_shows_its_commands():
 def test_doctor_reports_versions_and_graphviz():
     out = run_cli("doctor")
     assert out.returncode == 0, out.stderr
-    for word in ("torch", "2.13.0", "nbgrader", "dot (Graphviz)", "CUDA", "grading sandbox", "grading limits"):
+    for word in ("torch", "2.13.0", "nbgrader", "dot (Graphviz)", "CUDA", "grading sandbox", "grading limits",
+                 "keyrings (grading sandbox)"):
         assert word in out.stdout
     from autograder.grading.cgroups import available
     from autograder.grading.bwrap import probe

@@ -30,7 +30,7 @@ def grading_findings():
                     "instructors: grading would run student code unsandboxed (see the README's grading section)"),
             Finding("grading limits", sentence, version is not None,
                     "run the grader as root (cgroup v1) or in a delegated cgroup v2 to sum limits per submission"),
-            Finding("kernel keyrings in the sandbox", refused or "refused (seccomp)", not refused,
+            Finding("keyrings (grading sandbox)", refused or "refused (seccomp)", not refused,
                     "a submission could leave a key for a later one: run on x86_64 or aarch64 Linux with seccomp")]
 
 
