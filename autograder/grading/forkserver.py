@@ -244,8 +244,11 @@ def reap(child: int | None, status: int | None) -> dict:
 
 def serve() -> int:
     ctypes.CDLL(None).prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
-    from autograder.grading.nokeys import deny_keyrings
+    import runpy
 
+    # run from its file, not imported: the kernels forked from here never load autograder.grading
+    deny_keyrings = runpy.run_path(os.path.join(os.path.dirname(os.path.abspath(__file__)), "nokeys.py"),
+                                   run_name="copy_that_nokeys")["deny_keyrings"]
     refused = deny_keyrings()        # for this server and every kernel it forks
     if refused:
         print(f"kernel keyrings stay open to submissions: {refused}", file=sys.stderr)
