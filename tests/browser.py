@@ -224,13 +224,49 @@ def menu(page, top: str, item: str) -> None:
     page.locator(".lm-Menu-itemLabel", has_text=re.compile(rf"^{re.escape(item)}$")).click()
 
 
-def wait_all_executed(page, timeout_s: int = RUN_ALL_S) -> None:
-    page.wait_for_function(
-        """(panel) => {
-            const prompts = [...document.querySelectorAll(panel + ' .jp-CodeCell .jp-InputArea-prompt')];
-            return prompts.length > 0 && prompts.every(p => /\\[\\d+\\]/.test(p.textContent));
-        }""", arg=PANEL, timeout=timeout_s * 1000)
+def wait_all_executed(page, path: Path | None = None, timeout_s: int = RUN_ALL_S) -> None:
+    """Wait until every code cell of the open notebook has run.  The prompts say so; where the
+    kernel has gone idle and some prompts still do not (a cell scrolled out of view may keep its
+    old prompt, or the run stopped at an error), the notebook is saved and ``path`` read: the
+    saved execution counts decide, and a run that stopped fails at once, saying where."""
+    all_numbered = """(panel) => {
+        const prompts = [...document.querySelectorAll(panel + ' .jp-CodeCell .jp-InputArea-prompt')];
+        return prompts.length > 0 && prompts.every(p => /\\[\\d+\\]/.test(p.textContent));
+    }"""
+    indicator = page.locator(f"{PANEL} .jp-Notebook-ExecutionIndicator")
+    deadline = time.monotonic() + timeout_s
+    idle_since = None
+    while not page.evaluate(all_numbered, PANEL):
+        now = time.monotonic()
+        idle = indicator.get_attribute("data-status") == "idle"
+        idle_since = (idle_since or now) if idle else None
+        if idle_since is not None and now - idle_since > 15 and path is not None:
+            missing, errors = _not_run_when_saved(page, path)
+            if not missing:
+                break
+            raise AssertionError(f"{path.name}: the kernel is idle but code cells {missing[:8]} never ran"
+                                 + (f"; the run stopped at: {errors[0][:1500]}" if errors else ""))
+        if now > deadline:
+            raise TimeoutError(f"Run All did not finish in {timeout_s} s (kernel {'idle' if idle else 'busy'})")
+        page.wait_for_timeout(2_000)
     page.wait_for_selector(f'{PANEL} .jp-Notebook-ExecutionIndicator[data-status="idle"]')
+
+
+def _not_run_when_saved(page, path: Path) -> tuple[list[int], list[str]]:
+    """Save the open notebook; (indexes of code cells without an execution count, error texts)."""
+    before = path.stat().st_mtime_ns if path.exists() else 0
+    page.keyboard.press("Escape")
+    page.keyboard.press("Control+s")
+    for _ in range(30):
+        if path.exists() and path.stat().st_mtime_ns != before:
+            break
+        page.wait_for_timeout(500)
+    nb = nbformat.read(path, as_version=4)
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    missing = [i for i, c in enumerate(code) if c.get("execution_count") is None]
+    errors = [f"{o.get('ename')}: {o.get('evalue')}" for c in code for o in c.get("outputs", [])
+              if o.get("output_type") == "error"]
+    return missing, errors
 
 
 def error_outputs(page) -> list[str]:
@@ -267,7 +303,7 @@ def run_lecture(page, lab, rel: str) -> list[dict]:
     """Open a lecture, run all cells, check no error and every picture rendered; return the pictures."""
     open_notebook(page, lab, rel)
     menu(page, "Run", "Run All Cells")
-    wait_all_executed(page)
+    wait_all_executed(page, lab[2] / rel)
     errors = error_outputs(page)
     assert not errors, f"{rel}: a cell wrote an error or to stderr:\n{errors[0][:2000]}"
     images = rendered_images(page)
