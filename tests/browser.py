@@ -224,11 +224,14 @@ def menu(page, top: str, item: str) -> None:
     page.locator(".lm-Menu-itemLabel", has_text=re.compile(rf"^{re.escape(item)}$")).click()
 
 
-def wait_all_executed(page, path: Path | None = None, timeout_s: int = RUN_ALL_S) -> None:
+def wait_all_executed(page, path: Path | None = None, timeout_s: int = RUN_ALL_S, again=None) -> None:
     """Wait until every code cell of the open notebook has run.  The prompts say so; where the
     kernel has gone idle and some prompts still do not (a cell scrolled out of view may keep its
     old prompt, or the run stopped at an error), the notebook is saved and ``path`` read: the
-    saved execution counts decide, and a run that stopped fails at once, saying where."""
+    saved execution counts decide, and a run that stopped at an error fails at once, saying where.
+    A run that stopped without an error (seen once on a loaded machine: the kernel idle and the
+    first cells' counts cleared, as when the request is lost or the kernel restarted) is asked for
+    again, once, through ``again``."""
     all_numbered = """(panel) => {
         const prompts = [...document.querySelectorAll(panel + ' .jp-CodeCell .jp-InputArea-prompt')];
         return prompts.length > 0 && prompts.every(p => /\\[\\d+\\]/.test(p.textContent));
@@ -241,9 +244,13 @@ def wait_all_executed(page, path: Path | None = None, timeout_s: int = RUN_ALL_S
         idle = indicator.get_attribute("data-status") == "idle"
         idle_since = (idle_since or now) if idle else None
         if idle_since is not None and now - idle_since > 15 and path is not None:
-            missing, errors = _not_run_when_saved(page, path)
+            missing, errors, code = _not_run_when_saved(page, path)
             if not missing:
                 break
+            if again is not None and not errors:
+                again()
+                again, idle_since = None, None
+                continue
             raise AssertionError(f"{path.name}: the kernel is idle but code cells {missing[:8]} never ran"
                                  + (f"; the run stopped at: {errors[0][:1500]}" if errors else ""))
         if now > deadline:
@@ -252,8 +259,9 @@ def wait_all_executed(page, path: Path | None = None, timeout_s: int = RUN_ALL_S
     page.wait_for_selector(f'{PANEL} .jp-Notebook-ExecutionIndicator[data-status="idle"]')
 
 
-def _not_run_when_saved(page, path: Path) -> tuple[list[int], list[str]]:
-    """Save the open notebook; (indexes of code cells without an execution count, error texts)."""
+def _not_run_when_saved(page, path: Path) -> tuple[list[int], list[str], int]:
+    """Save the open notebook; (indexes of code cells without an execution count, error texts,
+    how many code cells it has)."""
     before = path.stat().st_mtime_ns if path.exists() else 0
     page.keyboard.press("Escape")
     page.keyboard.press("Control+s")
@@ -266,7 +274,7 @@ def _not_run_when_saved(page, path: Path) -> tuple[list[int], list[str]]:
     missing = [i for i, c in enumerate(code) if c.get("execution_count") is None]
     errors = [f"{o.get('ename')}: {o.get('evalue')}" for c in code for o in c.get("outputs", [])
               if o.get("output_type") == "error"]
-    return missing, errors
+    return missing, errors, len(code)
 
 
 def error_outputs(page) -> list[str]:
@@ -303,7 +311,7 @@ def run_lecture(page, lab, rel: str) -> list[dict]:
     """Open a lecture, run all cells, check no error and every picture rendered; return the pictures."""
     open_notebook(page, lab, rel)
     menu(page, "Run", "Run All Cells")
-    wait_all_executed(page, lab[2] / rel)
+    wait_all_executed(page, lab[2] / rel, again=lambda: menu(page, "Run", "Run All Cells"))
     errors = error_outputs(page)
     assert not errors, f"{rel}: a cell wrote an error or to stderr:\n{errors[0][:2000]}"
     images = rendered_images(page)
