@@ -85,8 +85,7 @@ class InertStudentContent(SanitizeHTML):
 
     def preprocess_cell(self, cell, resources, cell_index):
         if cell.cell_type in ("markdown", "raw"):
-            r = role(cell)
-            if r.locked and not r.solution:
+            if _instructors(cell):
                 return cell, resources            # the instructor's, restored by nbgrader
             why = too_costly(cell.source)
             if why:
@@ -102,20 +101,24 @@ class InertStudentContent(SanitizeHTML):
     def _students(nb):
         """The markdown and raw cells the student controls (the instructor's locked ones are restored)."""
         for cell in nb.cells:
-            if cell.cell_type in ("markdown", "raw"):
-                r = role(cell)
-                if not (r.locked and not r.solution):
-                    yield cell
+            if cell.cell_type in ("markdown", "raw") and not _instructors(cell):
+                yield cell
+
+    @staticmethod
+    def _output_data(nb):
+        """The ``data`` mapping of every output of every code cell."""
+        for cell in nb.cells:
+            for output in cell.get("outputs", []) if cell.cell_type == "code" else []:
+                data = output.get("data") if isinstance(output, dict) else None
+                if isinstance(data, dict):
+                    yield data
 
     def _markup(self, nb) -> int:
         """Characters the cleaning would parse: the student's markdown and HTML, cells and outputs."""
         total = sum(len(str(c.source)) for c in self._students(nb))
-        for cell in nb.cells:
-            for output in cell.get("outputs", []) if cell.cell_type == "code" else []:
-                data = output.get("data") if isinstance(output, dict) else None
-                for mime in CLEANED_TYPES if isinstance(data, dict) else ():
-                    value = data.get(mime)
-                    total += sum(map(len, value)) if isinstance(value, list) else len(str(value or ""))
+        for data in self._output_data(nb):
+            for value in (data.get(mime) for mime in CLEANED_TYPES):
+                total += sum(map(len, value)) if isinstance(value, list) else len(str(value or ""))
         return total
 
     def _without_markup(self, nb, why: str):
@@ -123,12 +126,10 @@ class InertStudentContent(SanitizeHTML):
         for cell in self._students(nb):
             cell.source = f"[{len(str(cell.source)):,} characters of {cell.cell_type} not shown: {why}]"
             cell.pop("attachments", None)
-        for cell in nb.cells:
-            for output in cell.get("outputs", []) if cell.cell_type == "code" else []:
-                data = output.get("data") if isinstance(output, dict) else None
-                for mime in PARSED_TYPES if isinstance(data, dict) else ():
-                    if data.pop(mime, None) is not None:
-                        data.setdefault("text/plain", f"[{mime} not shown: {why}]")
+        for data in self._output_data(nb):
+            for mime in PARSED_TYPES:
+                if data.pop(mime, None) is not None:
+                    data.setdefault("text/plain", f"[{mime} not shown: {why}]")
         return nb
 
     def _flag(self, text: str) -> None:
@@ -180,3 +181,9 @@ class InertStudentContent(SanitizeHTML):
             if isinstance(data.get("text/markdown"), str):
                 data["text/markdown"] = _SCRIPT_URL.sub("](#link-removed:", data["text/markdown"])
         return outputs
+
+
+def _instructors(cell) -> bool:
+    """A locked cell that is no answer: nbgrader restores it from the gradebook."""
+    r = role(cell)
+    return bool(r.locked and not r.solution)
