@@ -227,41 +227,63 @@ def menu(page, top: str, item: str) -> None:
 def wait_all_executed(page, path: Path | None = None, timeout_s: int = RUN_ALL_S, again=None) -> None:
     """Wait until every code cell of the open notebook has run.  The prompts say so; where the
     kernel has gone idle and some prompts still do not (a cell scrolled out of view may keep its
-    old prompt, or the run stopped at an error), the notebook is saved and ``path`` read: the
-    saved execution counts decide, and a run that stopped at an error fails at once, saying where.
-    A run that stopped without an error (seen once on a loaded machine: the kernel idle and the
-    first cells' counts cleared, as when the request is lost or the kernel restarted) is asked for
-    again, once, through ``again``."""
+    old prompt, or the run stopped at an error), the notebook is saved and ``path`` read: once the
+    save is seen on disk, the saved execution counts decide, and a run that stopped at an error
+    fails at once, saying where.  A save not seen on disk decides nothing (the file then still holds
+    the lecture as stored, every cell numbered: a whole run failed so, its pictures never drawn).
+    A run that stopped without an error, or whose save was not seen (seen on a loaded machine: the
+    kernel idle and the cells' counts cleared, as when the request is lost or the kernel restarted,
+    a dialog perhaps in the way), is asked for again, once, through ``again``, after any dialog is
+    closed."""
     all_numbered = """(panel) => {
         const prompts = [...document.querySelectorAll(panel + ' .jp-CodeCell .jp-InputArea-prompt')];
         return prompts.length > 0 && prompts.every(p => /\\[\\d+\\]/.test(p.textContent));
     }"""
     indicator = page.locator(f"{PANEL} .jp-Notebook-ExecutionIndicator")
     deadline = time.monotonic() + timeout_s
-    idle_since = None
+    idle_since, seen = None, []
     while not page.evaluate(all_numbered, PANEL):
         now = time.monotonic()
         idle = indicator.get_attribute("data-status") == "idle"
         idle_since = (idle_since or now) if idle else None
         if idle_since is not None and now - idle_since > 15 and path is not None:
-            missing, errors, code = _not_run_when_saved(page, path)
-            if not missing:
+            seen += close_dialogs(page)
+            saved = _not_run_when_saved(page, path)
+            if saved is not None and not saved[0]:
                 break
+            errors = saved[1] if saved is not None else []
             if again is not None and not errors:
                 again()
                 again, idle_since = None, None
                 continue
-            raise AssertionError(f"{path.name}: the kernel is idle but code cells {missing[:8]} never ran"
-                                 + (f"; the run stopped at: {errors[0][:1500]}" if errors else ""))
+            if saved is not None:
+                raise AssertionError(f"{path.name}: the kernel is idle but code cells {saved[0][:8]} never ran"
+                                     + (f"; the run stopped at: {errors[0][:1500]}" if errors else "")
+                                     + (f"; dialogs: {seen}" if seen else ""))
+            idle_since = None      # the save was not seen: look again after another quiet spell
         if now > deadline:
-            raise TimeoutError(f"Run All did not finish in {timeout_s} s (kernel {'idle' if idle else 'busy'})")
+            raise TimeoutError(f"Run All did not finish in {timeout_s} s (kernel {'idle' if idle else 'busy'})"
+                               + (f"; dialogs: {seen}" if seen else ""))
         page.wait_for_timeout(2_000)
     page.wait_for_selector(f'{PANEL} .jp-Notebook-ExecutionIndicator[data-status="idle"]')
 
 
-def _not_run_when_saved(page, path: Path) -> tuple[list[int], list[str], int]:
+def close_dialogs(page) -> list[str]:
+    """Close any dialog JupyterLab shows (a kernel that restarted says so in one); their texts."""
+    texts = []
+    dialogs = page.locator(".jp-Dialog")
+    for _ in range(3):
+        if dialogs.count() == 0:
+            break
+        texts.append(dialogs.first.inner_text()[:300])
+        page.keyboard.press("Escape")
+        page.wait_for_timeout(500)
+    return texts
+
+
+def _not_run_when_saved(page, path: Path) -> tuple[list[int], list[str], int] | None:
     """Save the open notebook; (indexes of code cells without an execution count, error texts,
-    how many code cells it has)."""
+    how many code cells it has), or None when the save did not reach the disk in 15 s."""
     before = path.stat().st_mtime_ns if path.exists() else 0
     page.keyboard.press("Escape")
     page.keyboard.press("Control+s")
@@ -269,6 +291,9 @@ def _not_run_when_saved(page, path: Path) -> tuple[list[int], list[str], int]:
         if path.exists() and path.stat().st_mtime_ns != before:
             break
         page.wait_for_timeout(500)
+    else:
+        return None
+    page.wait_for_timeout(500)     # the write seen may not be the last one of the save
     nb = nbformat.read(path, as_version=4)
     code = [c for c in nb.cells if c.cell_type == "code"]
     missing = [i for i, c in enumerate(code) if c.get("execution_count") is None]
@@ -308,14 +333,24 @@ def stored_image_outputs(path: Path) -> int:
 
 
 def run_lecture(page, lab, rel: str) -> list[dict]:
-    """Open a lecture, run all cells, check no error and every picture rendered; return the pictures."""
+    """Open a lecture, clear its stored outputs, run all cells, check no error and every picture
+    rendered; return the pictures."""
     open_notebook(page, lab, rel)
+    # the stored outputs go first: what is then drawn and numbered was drawn by this run
+    menu(page, "Edit", "Clear Outputs of All Cells")
+    page.wait_for_function("sel => document.querySelectorAll(sel).length === 0",
+                           arg=f"{PANEL} .jp-OutputArea-output img", timeout=30_000)
     menu(page, "Run", "Run All Cells")
     wait_all_executed(page, lab[2] / rel, again=lambda: menu(page, "Run", "Run All Cells"))
     errors = error_outputs(page)
     assert not errors, f"{rel}: a cell wrote an error or to stderr:\n{errors[0][:2000]}"
-    images = rendered_images(page)
     expected = stored_image_outputs(lab[2] / rel)
+    try:       # outputs are drawn as they arrive: give the last ones a moment
+        page.wait_for_function("([sel, n]) => document.querySelectorAll(sel).length >= n",
+                               arg=[f"{PANEL} .jp-OutputArea-output img", expected], timeout=30_000)
+    except Exception:
+        pass   # the assertion below says how many were drawn
+    images = rendered_images(page)
     assert len(images) >= expected, f"{rel}: {len(images)} picture(s) rendered, the stored notebook has {expected}"
     broken = [i["src"][:60] for i in images if not (i["width"] > 0 and i["height"] > 0)]
     assert not broken, f"{rel}: picture(s) not rendered by the browser: {broken}"
