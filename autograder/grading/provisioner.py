@@ -6,13 +6,14 @@ that process (alive? signal it, wait for it) through the same server.
 """
 from __future__ import annotations
 
+import asyncio
 import os
 import subprocess
 import time
 from queue import Empty
 
 import zmq
-from jupyter_client import AsyncKernelClient
+from jupyter_client import AsyncKernelClient, AsyncKernelManager
 from jupyter_client.provisioning import LocalProvisioner
 
 from .bwrap import SlotError
@@ -74,6 +75,21 @@ class QuickReadyClient(AsyncKernelClient):
                 raise RuntimeError(f"Kernel didn't respond in {timeout} seconds")
 
     wait_for_ready = _async_wait_for_ready
+
+
+class SlotKernelManager(AsyncKernelManager):
+    """jupyter_client's kernel manager, with a quicker look at a kernel it has just killed.
+
+    Once it has signalled the kernel, jupyter_client waits for its end in steps of 100 ms, and the
+    first step is always taken: a forked kernel killed with SIGKILL is gone within milliseconds,
+    so each submission's teardown paid about 0.1 s for nothing.  This looks after 2 ms, then
+    after twice as long each time, up to the same 100 ms."""
+
+    async def _async_wait(self, pollinterval: float = 0.1) -> None:
+        pause = 0.002
+        while await self._async_is_alive():
+            await asyncio.sleep(pause)
+            pause = min(pause * 2, pollinterval)
 
 
 class _ForkedKernel:

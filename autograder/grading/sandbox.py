@@ -59,6 +59,30 @@ class Limits:
         return {k: d[k] for k in ("memory_bytes", "cpu_seconds", "processes", "file_bytes")}
 
 
+def uses_optimizer(nb) -> bool:
+    """Whether a notebook's code mentions an optimizer, whose first step makes torch import more
+    (``forkserver._warm_up``); a miss only costs that kernel the import."""
+    def text(source) -> str:
+        return "".join(source) if isinstance(source, list) else str(source or "")
+
+    return any(c.get("cell_type") == "code" and "optim" in text(c.get("source")) for c in nb.get("cells", []))
+
+
+def folders_use_optimizer(folders) -> bool:
+    """Whether a notebook in one of ``folders`` (an assignment's source folders) uses an optimizer:
+    then a call's slots warm up as they start, beside the grader's own start, rather than in its
+    first submission.  A notebook that cannot be read counts as not using one."""
+    for folder in folders:
+        for path in sorted(Path(folder).glob("*.ipynb")):
+            try:
+                nb = json.loads(path.read_text(encoding="utf-8"))
+            except (OSError, ValueError):
+                continue
+            if isinstance(nb, dict) and isinstance(nb.get("cells"), list) and uses_optimizer(nb):
+                return True
+    return False
+
+
 class Slot(Sandbox):
     """One sandbox with a fork server, grading one submission at a time, and beside it the
     sandbox of its judge (``judge``)."""
@@ -68,6 +92,7 @@ class Slot(Sandbox):
         self.index = index
         self.proc: subprocess.Popen | None = None
         self.warm = False     # whether the fork server ran _warm_up
+        self.warm_start = False   # warm both servers up as the slot starts (the call uses an optimizer)
         self.exit_asked = self.abandoned = False
         self.lock = threading.Lock()
         self.judge = JudgeBox(index, base_dir, sandboxed)
@@ -77,7 +102,8 @@ class Slot(Sandbox):
     # -- life cycle ----------------------------------------------------------------------------
     def start(self, timeout: float = 300) -> None:
         """Start the fork server, and the judge's server beside it (whose start is awaited when the
-        first submission needs its judge)."""
+        first submission needs its judge).  With ``warm_start``, both then run their warm-up, side
+        by side, before the slot takes its first submission."""
         if not self.judge.alive():
             self.judge.launch()
         self.warm = self.exit_asked = False
@@ -96,6 +122,8 @@ class Slot(Sandbox):
         self.clean_resident = self.cgroup.resident() if self.cgroup is not None else None
         if self.clean_resident is not None:
             self.first_clean.setdefault(False, self.clean_resident)
+        if self.warm_start:
+            self.warm_up(judge_too=True)
 
     def held_since_clean(self) -> int:
         """How much more anonymous and shared memory the slot holds than when its fork server was
@@ -123,9 +151,19 @@ class Slot(Sandbox):
             if proc is not None and proc.poll() is None:
                 proc.kill()
 
-    def warm_up(self) -> None:
+    def warm_up(self, judge_too: bool = False) -> None:
         """Have the fork server run once what torch loads lazily (an optimizer's first step), for
-        this kernel and every one after it; asked for only by notebooks that use an optimizer."""
+        this kernel and every one after it; asked for only by notebooks that use an optimizer.
+        ``judge_too``: the judge's server warms up at the same time, in a thread (both are mostly
+        CPU in two processes); a judge that cannot is left to its fork, which says so."""
+        if judge_too and not self.judge.warm:
+            helper = threading.Thread(target=self._warm_judge, daemon=True, name=f"judge-warm-{self.index}")
+            helper.start()
+            try:
+                self.warm_up()
+            finally:
+                helper.join()
+            return
         if not self.warm:
             self.request({"op": "warm"}, timeout=300)
             self.warm = True
@@ -133,6 +171,12 @@ class Slot(Sandbox):
             self.clean_resident = self.cgroup.resident() if self.cgroup is not None else None
             if self.clean_resident is not None:
                 self.first_clean.setdefault(True, self.clean_resident)
+
+    def _warm_judge(self) -> None:
+        try:
+            self.judge.warm_up()
+        except SlotError:
+            pass      # its fork restarts it, or reports that it cannot
 
     def ask_to_exit(self) -> None:
         """Tell the fork server and the judge's server to exit, without waiting (``close`` waits)."""
@@ -238,11 +282,9 @@ class Slot(Sandbox):
 
         Asynchronous, as nbclient expects: with a blocking client a kernel that dies mid-cell
         would leave nbclient waiting for output forever."""
-        from jupyter_client import AsyncKernelManager   # (not needed to start a slot: loaded late)
+        from .provisioner import QuickReadyClient, SlotKernelManager, SlotProvisioner  # (loaded late)
 
-        from .provisioner import QuickReadyClient, SlotProvisioner
-
-        km = AsyncKernelManager(kernel_name="python3", transport="ipc",
+        km = SlotKernelManager(kernel_name="python3", transport="ipc",
                                 ip=str(self.dir / KERNEL_BASENAME),
                                 connection_file=str(self.dir / f"{KERNEL_BASENAME}.json"),
                                 client_factory=QuickReadyClient)
