@@ -1,6 +1,8 @@
 """What a grading call starts, and when: slots in the background, only as many as it has work for,
 a failed start reported, a pool closed while its slots start; the cheap count of surely graded
-students; the fork server's warm-up only for notebooks with an optimizer; the report's histogram.
+students; the servers' warm-up only for notebooks with an optimizer, as the slots start for a call
+whose assignments use one, the two servers side by side; the quick look at a killed kernel; the
+report's histogram.
 
 No sandbox is started here: ``Slot.start`` is replaced by a stand-in."""
 from __future__ import annotations
@@ -9,12 +11,14 @@ import base64
 import re
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
 from autograder.grading import pool as pool_module
 from autograder.grading.bwrap import SlotError
 from autograder.grading.jobs import uses_optimizer
+from autograder.grading.sandbox import folders_use_optimizer
 from autograder.grading.pool import SlotPool
 from autograder.grading.sandbox import Slot
 from autograder.grading.state import surely_graded
@@ -86,6 +90,92 @@ def test_the_fork_server_warms_up_only_for_notebooks_with_an_optimizer():
     without = {"cells": [{"cell_type": "markdown", "source": "an optimizer, in words"},
                          {"cell_type": "code", "source": "y = x.view(2, 3)"}]}
     assert uses_optimizer(with_one) and not uses_optimizer(without)
+
+
+def test_an_assignment_uses_an_optimizer_when_a_code_cell_of_its_source_names_one(tmp_path):
+    import json
+
+    def folder(name: str, *sources) -> Path:
+        (tmp_path / name).mkdir()
+        for i, source in enumerate(sources):
+            cells = [{"cell_type": "code", "source": source, "metadata": {}, "outputs": []}]
+            (tmp_path / name / f"n{i}.ipynb").write_text(json.dumps({"cells": cells}))
+        return tmp_path / name
+
+    plain = folder("a1", "y = x.view(2, 3)", ["x = 1\n", "y = x\n"])
+    trained = folder("a6", "y = x", ["opt = torch.", "optim.SGD(p, lr=0.1)"])   # (a list source)
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    (broken / "n.ipynb").write_text("{ not json")
+    assert folders_use_optimizer([trained]) and folders_use_optimizer([plain, broken, trained])
+    assert not folders_use_optimizer([plain, broken, tmp_path / "missing"])
+
+
+def test_a_warm_pool_has_its_slots_warm_up_as_they_start(monkeypatch):
+    seen = []
+    monkeypatch.setattr(Slot, "start", lambda self, timeout=300: seen.append((self.index, self.warm_start)))
+    monkeypatch.setattr(Slot, "release", lambda self: None)
+    monkeypatch.setattr(Slot, "ask_to_exit", lambda self: None)
+    with SlotPool(2, sandboxed=False, warm=True):
+        pass
+    with SlotPool(2, sandboxed=False, background=True, initial=1):
+        deadline = time.monotonic() + 10
+        while len(seen) < 3 and time.monotonic() < deadline:
+            time.sleep(0.02)
+    assert sorted(seen) == [(0, False), (0, True), (1, True)], seen
+
+
+def test_the_two_servers_warm_up_side_by_side_and_a_judge_that_cannot_is_left_to_its_fork(tmp_path, monkeypatch):
+    from autograder.grading.judgebox import JudgeBox
+
+    running, overlapped, order = [], [], []
+
+    def busy(name):
+        def warm(self, *args, **kwargs):
+            running.append(name)
+            time.sleep(0.3)
+            overlapped.append(set(running))
+            running.remove(name)
+            order.append(name)
+            if name == "judge" and fail_judge:
+                raise SlotError("judge 0: the judge server exited")
+            self.warm = True
+        return warm
+
+    fail_judge = False
+    monkeypatch.setattr(JudgeBox, "warm_up", busy("judge"))
+    monkeypatch.setattr(Slot, "request", lambda self, payload, timeout=60: busy("fork")(self))
+    slot = Slot(0, tmp_path, sandboxed=False)
+    slot.warm_up(judge_too=True)
+    assert sorted(order) == ["fork", "judge"] and {"fork", "judge"} in overlapped, "one after the other"
+    assert slot.warm and slot.judge.warm
+    order.clear()
+    slot.warm_up(judge_too=True)
+    assert order == [], "warm already: nothing asked again"
+
+    fail_judge, order[:] = True, []
+    other = Slot(1, tmp_path, sandboxed=False)
+    other.warm_up(judge_too=True)           # the judge's error is not the slot's
+    assert sorted(order) == ["fork", "judge"] and other.warm and not other.judge.warm
+
+
+def test_a_killed_kernel_is_seen_gone_within_milliseconds_not_a_tenth_of_a_second():
+    import asyncio
+
+    from autograder.grading.provisioner import SlotKernelManager
+
+    class Gone(SlotKernelManager):
+        polls = 0
+
+        async def _async_is_alive(self):
+            Gone.polls += 1
+            return Gone.polls < 3       # gone at the third look, as a SIGKILLed fork is
+
+    km = Gone()
+    start = time.monotonic()
+    asyncio.run(km._async_wait())
+    waited = time.monotonic() - start
+    assert Gone.polls == 3 and waited < 0.05, f"{waited:.3f} s for a kernel gone after 2 looks"
 
 
 def test_the_histogram_is_an_svg_whose_bars_count_the_scores():

@@ -99,7 +99,8 @@ def cmd_grade(args: argparse.Namespace) -> int:
     shared: dict = {}      # the slot pool, started by the first assignment that has work
     worst = 0
     with contextlib.ExitStack() as stack:
-        early = _early_slots(root, cfg, options, args, assignments[0])
+        warm = _optimizers(root, cfg, assignments)
+        early = _early_slots(root, cfg, options, args, assignments[0], warm)
         if early is not None:
             shared["pool"] = stack.enter_context(early)
 
@@ -110,7 +111,8 @@ def cmd_grade(args: argparse.Namespace) -> int:
                 return shared.get("pool")
             if "pool" not in shared:
                 shared["pool"] = stack.enter_context(SlotPool(max(1, grader.jobs), grader.sandboxed, background=True,
-                                                             initial=slots_worth_starting(len(grader.students), grader.jobs)))
+                                                             initial=slots_worth_starting(len(grader.students), grader.jobs),
+                                                             warm=warm))
             return shared["pool"]
 
         for assignment in assignments:
@@ -122,11 +124,23 @@ def cmd_grade(args: argparse.Namespace) -> int:
     return worst
 
 
-def _early_slots(root: Path, cfg, options, args, assignment: str):
+def _optimizers(root: Path, cfg, assignments: list[str]) -> bool:
+    """Whether an assignment of the call uses an optimizer (its source notebooks say so): then the
+    slots warm their servers up as they start, while this process loads nbgrader."""
+    from .sandbox import folders_use_optimizer
+
+    try:
+        source = root / cfg.CourseDirectory.get("source_directory", "source")
+        return folders_use_optimizer(source / a for a in assignments)
+    except Exception:       # a guess that cannot be made: the first submission warms up
+        return False
+
+
+def _early_slots(root: Path, cfg, options, args, assignment: str, warm: bool = False):
     """The grading slots, started now (in the background) when the first assignment surely has
-    submissions to grade: their fork servers load torch while this process loads nbgrader.  None
-    when that cannot be told cheaply (another folder layout, Dask, no sandbox): the run starts
-    them itself."""
+    submissions to grade: their fork servers load torch (and, with ``warm``, warm up) while this
+    process loads nbgrader.  None when that cannot be told cheaply (another folder layout, Dask,
+    no sandbox): the run starts them itself."""
     from .bwrap import probe
     from .config import default_jobs
     from .state import GradingState, submission_hash, surely_graded
@@ -155,7 +169,7 @@ def _early_slots(root: Path, cfg, options, args, assignment: str):
     from .pool import SlotPool, slots_worth_starting
 
     jobs = max(1, options.jobs or default_jobs())
-    return SlotPool(jobs, True, background=True, initial=slots_worth_starting(n, jobs))
+    return SlotPool(jobs, True, background=True, initial=slots_worth_starting(n, jobs), warm=warm)
 
 
 def _grade_one(args, root, cfg, options, assignment: str, pool_for) -> int:

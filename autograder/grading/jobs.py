@@ -30,7 +30,7 @@ from ..kernel import guard
 from ..learner.cells import role
 from .files import kernel_output_files
 from .judgepipe import JudgeChannel, JudgeStopped
-from .sandbox import Limits, Slot, SlotError
+from .sandbox import Limits, Slot, SlotError, uses_optimizer
 from .transport import AGENT, KernelTransport
 
 GUARD_KEY = "copy_that_guard"
@@ -357,12 +357,12 @@ async def _execute(job: Job, slot: Slot) -> Outcome:
             slot.restart()
         slot.clear()
         slot.put_files(job.files)
-        if uses_optimizer(nb):
-            slot.warm_up()       # before the limits: the server's own memory, not the submission's
+        judge_warm = any("optim" in s for s in job.judged.values())
+        if uses_optimizer(nb):   # before the limits: the servers' own memory, not the submission's
+            slot.warm_up(judge_too=judge_warm)
         oom_before = slot.limit_submission(job.limits)
         if job.judged:
-            judge_socket = _fork_judge(slot, job.limits, warm=any("optim" in s for s in job.judged.values()),
-                                       fixtures=job.fixtures)
+            judge_socket = _fork_judge(slot, job.limits, warm=judge_warm, fixtures=job.fixtures)
         km = slot.kernel_manager(job.limits)
         client = LimitedClient(
             nb, km=km, timeout=job.limits.cell_timeout, allow_errors=True, interrupt_on_timeout=True,
@@ -448,12 +448,6 @@ async def _execute(job: Job, slot: Slot) -> Outcome:
 class JudgeUnavailable(Exception):
     """The slot's judge could not be started: the grader's fault, never the submission's, so the
     job fails (and the student's earlier results stay) rather than scoring its judged tests zero."""
-
-
-def uses_optimizer(nb) -> bool:
-    """Whether a notebook's code mentions an optimizer, whose first step makes torch import more
-    (``forkserver._warm_up``); a miss only costs that kernel the import."""
-    return any(c.get("cell_type") == "code" and "optim" in c.get("source", "") for c in nb.get("cells", []))
 
 
 def _fork_judge(slot: Slot, limits: Limits, warm: bool, fixtures: dict[str, str] | None = None):

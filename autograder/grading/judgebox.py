@@ -36,6 +36,7 @@ class JudgeBox(Sandbox):
         self.proc: subprocess.Popen | None = None
         self.control: socket.socket | None = None
         self.ready = False
+        self.warm = False       # whether the server ran its warm-up
         self.exit_asked = False
         self.lock = threading.Lock()
         self._buffer = b""
@@ -52,6 +53,7 @@ class JudgeBox(Sandbox):
                                          pass_fds=(theirs.fileno(),), start_new_session=True)
         theirs.close()
         self.control, self.ready, self._buffer, self.exit_asked = mine, False, b"", False
+        self.warm = False
 
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
@@ -96,6 +98,18 @@ class JudgeBox(Sandbox):
         self.close()
         self.launch()
 
+    def warm_up(self) -> None:
+        """Have the server load once what torch loads lazily (an optimizer's first step), for every
+        judge it forks after: what ``fork(warm=True)`` does, asked for ahead of the first fork so
+        that it runs beside the fork server's own warm-up.  Raises SlotError as ``fork`` does."""
+        if self.warm:
+            return
+        if not self.alive():
+            self.restart()
+        self._wait_ready()
+        self.request({"op": "warm"}, timeout=300)
+        self.warm = True
+
     # -- one submission's judge ------------------------------------------------------------------
     def fork(self, limits, warm: bool = True, fixtures: dict[str, str] | None = None) -> socket.socket:
         """A fresh judge for the next submission, with ``limits``' judge_memory_bytes and
@@ -114,6 +128,7 @@ class JudgeBox(Sandbox):
                 "file_bytes": limits.file_bytes}}, fd=theirs.fileno(), timeout=120)
         finally:
             theirs.close()
+        self.warm = self.warm or warm
         if "pid" not in reply:
             mine.close()
             raise SlotError(f"judge {self.index}: the judge server did not fork a judge")

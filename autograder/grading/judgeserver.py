@@ -8,6 +8,7 @@ and speaks JSON lines with the grader on that socket:
     {"op": "fork", "limits": {...}, "warm": bool} and the judge's end of its pipe
         (SCM_RIGHTS)                                                              -> {"pid": n}
     {"op": "reap"}                                                                -> {"status": code}
+    {"op": "warm"}                                                                -> {"ok": true}
     {"op": "exit"}
 
 ``reap`` kills every process of the sandbox but the server (its own PID namespace: nothing the
@@ -75,7 +76,8 @@ def preload() -> None:
 def warm_up() -> None:
     """Run once what torch loads lazily on first use (an optimizer's first step pulls in
     torch._dynamo: nearly two seconds), here rather than in every judge; asked for by the first
-    submission whose tests use an optimizer, so that assignments without one never pay for it."""
+    submission whose tests use an optimizer, or as the slot starts for a call whose assignments
+    use one, so that assignments without one never pay for it."""
     import gc
 
     import torch
@@ -240,6 +242,11 @@ def serve(control_fd: int) -> int:
                 _judge_child(control.sock, pipe, request)
             pipe.close()
             control.reply({"pid": child})
+        elif request.get("op") == "warm":       # (a fork asking for it warms up too)
+            if not warm:
+                warm_up()
+                warm = True
+            control.reply({"ok": True})
         elif request.get("op") == "reap":
             control.reply(reap(child, status))
             child = None

@@ -63,11 +63,14 @@ class SlotPool:
     starts every slot and waits; with ``background`` it starts ``initial`` of them (all: None)
     without waiting, the jobs taking each slot as it becomes ready, and ``grow(n)`` starts more,
     up to ``size``: a run starts its slots while it prepares its submissions, and only as many as
-    it has submissions to grade.
+    it has submissions to grade.  With ``warm``, each slot runs its servers' warm-up as it starts
+    (the call grades an assignment that uses an optimizer).
     """
 
-    def __init__(self, size: int, sandboxed: bool, background: bool = False, initial: int | None = None):
+    def __init__(self, size: int, sandboxed: bool, background: bool = False, initial: int | None = None,
+                 warm: bool = False):
         self.size = size
+        self.warm = warm          # each slot warms both servers up as it starts (Slot.warm_start)
         self.sandboxed = sandboxed
         self.background = background
         self.initial = size if initial is None else min(initial, size)
@@ -92,6 +95,7 @@ class SlotPool:
 
         def start(i: int) -> Slot:
             slot = Slot(i, self.base, self.sandboxed)
+            slot.warm_start = self.warm
             slot.start()
             return slot
 
@@ -112,6 +116,7 @@ class SlotPool:
         with self.lock:
             while len(self.launched) < min(n, self.size) and not self.closing:
                 slot = Slot(len(self.launched), self.base, self.sandboxed)
+                slot.warm_start = self.warm
                 self.launched.append(slot)
                 thread = threading.Thread(target=self._start, args=(slot,), daemon=True,
                                           name=f"slot-start-{slot.index}")

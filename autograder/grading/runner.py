@@ -41,7 +41,7 @@ from .history import RunHistory
 from .record import Recording
 from .source import FollowsSource, GradingError
 from .bwrap import probe
-from .sandbox import Limits
+from .sandbox import Limits, folders_use_optimizer
 from .state import GradingState, Result, surely_graded
 
 
@@ -288,8 +288,9 @@ class Grader(Recording, FollowsSource, RunHistory):
     def _start_slots(self, n: int) -> None:
         """Start (without waiting) this run's own slots, ``n`` at most ``jobs``; more with ``grow``."""
         if n and self.pool is None and not self.scheduler and self._own is None:
+            source = self.root / self.coursedir.source_directory / self.assignment
             self._own = SlotPool(max(1, self.jobs), self.sandboxed, background=True,
-                                 initial=slots_worth_starting(n, self.jobs))
+                                 initial=slots_worth_starting(n, self.jobs), warm=folders_use_optimizer([source]))
             self._own_pool = self._own.__enter__()
 
     def _close_slots(self) -> None:
