@@ -288,3 +288,35 @@ def test_grade_takes_several_assignments_and_starts_their_slots_once(tmp_path, m
         assert f"{assignment}: 2 submissions: 2 graded" in out, out
         scores = {s: sum(v for v in scores_of(root, assignment, s).values() if v >= 0) for s in ("alice", "bob")}
         assert scores == {"alice": full, "bob": 0.0}, (assignment, scores)
+
+
+def test_a_run_grades_its_first_submission_while_it_prepares_the_others(tmp_path, monkeypatch):
+    """The slots take a submission as soon as it is prepared, not once the whole class is: the
+    first job reaches the pool when one student has been read, and the pool is never handed more
+    than it asks for (it takes a few ahead of its slots)."""
+    root = scratch_course(tmp_path / "course", "a1_views")
+    students = [f"s{i}" for i in range(8)]
+    for s in students:
+        submit(root, "a1_views", s, submission("a1_views"))
+    prepared: list[str] = []
+    real = Grader.prepare
+    monkeypatch.setattr(Grader, "prepare", lambda self, s, nb, r: (prepared.append(s), real(self, s, nb, r))[1])
+    taken = []
+
+    class OneAtATime:       # a pool of one slot that takes one job ahead
+        background = sandboxed = False
+
+        def map(self, jobs, stop=None):
+            jobs = iter(jobs)
+            ahead = next(jobs, None)
+            while ahead is not None:
+                job, ahead = ahead, next(jobs, None)
+                taken.append((job.student, len(prepared)))
+                yield job, None, "RuntimeError: not run in this test"
+
+    results = Grader(root, "a1_views", jobs=1, pool=OneAtATime(), log=lambda m: None).run()
+    assert [s for s, _ in taken] == students
+    assert taken[0] == ("s0", 2), f"the first submission waited for {taken[0][1]} to be prepared"
+    assert max(n - i for i, (_, n) in enumerate(taken)) <= 2, taken
+    assert [r.student for r in results] == students
+    assert all(any("not run in this test" in p for p in r.problems) for r in results)

@@ -1,19 +1,16 @@
-"""Started grading slots, shared by runs (``SlotPool``), and the jobs waiting for one.
+"""Started grading slots, shared by runs (``SlotPool``).
 
 A pool starts its slots side by side, each with a thread of its own for the pool's whole life,
-and runs one job at a time in each.  The jobs waiting for a slot are kept compressed
-(``PackedJob``, ``PendingJobs``): a class of a thousand submissions is prepared before the first
-runs.
+and runs one job at a time in each.  It takes its jobs a few ahead of its slots from an iterable
+that prepares each as it is taken: a class of a thousand submissions never holds more than those
+notebooks prepared in the grader's memory, and the first is graded while the rest are read.
 """
 from __future__ import annotations
 
 import os
-import pickle
 import queue
 import tempfile
 import threading
-import zlib
-from collections import deque
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -239,32 +236,3 @@ class SlotPool:
             except Exception:
                 pass
         wait([f for f in running if not f.cancelled()], timeout=grace)
-
-
-class PackedJob:
-    """A prepared job waiting for a slot, kept compressed: a class of a thousand submissions is
-    prepared before the first runs, and its notebooks as Python objects would fill the grader."""
-
-    __slots__ = ("student", "data")
-
-    def __init__(self, job: Job):
-        self.student = job.student
-        self.data = zlib.compress(pickle.dumps(job, protocol=pickle.HIGHEST_PROTOCOL), 1)
-
-    def unpack(self) -> Job:
-        return pickle.loads(zlib.decompress(self.data))   # the grader's own data, packed above
-
-
-class PendingJobs:
-    """The pending jobs, unpacked one at a time as the pool takes them, and let go after."""
-
-    def __init__(self, pending: list[PackedJob]):
-        self.pending = deque(pending)
-        pending.clear()
-
-    def __len__(self) -> int:
-        return len(self.pending)
-
-    def __iter__(self):
-        while self.pending:
-            yield self.pending.popleft().unpack()

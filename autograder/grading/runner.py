@@ -22,6 +22,7 @@ report in the course.
 """
 from __future__ import annotations
 
+import itertools
 import tempfile
 import threading
 import time
@@ -36,7 +37,7 @@ from .ids import unsafe_id
 from .files import remove_trees, submission_files
 from .intake import find_submitted, read_notebook, repair
 from .jobs import Job, Outcome, add_guards, settle_memory
-from .pool import PackedJob, PendingJobs, SlotPool, as_results, slots_worth_starting
+from .pool import SlotPool, as_results, slots_worth_starting
 from .history import RunHistory
 from .record import Recording
 from .source import FollowsSource, GradingError
@@ -304,9 +305,12 @@ class Grader(Recording, FollowsSource, RunHistory):
 
     def _run(self, notebooks: list[str], students: list[str], results: dict[str, Result], progress,
              finished: list[Result]) -> list[Result]:
-        pending: list[PackedJob] = []
+        """Prepare the students one after another and grade each one's notebooks as soon as they are
+        prepared: the slots take the first submission while the others are still being read (the
+        pool takes a few jobs ahead of its slots, so no more than those are held prepared)."""
         failed: set[str] = set()         # students whose grading went wrong on the grader's side
         opened: list[str] = []
+        remaining: dict[str, int] = {}   # a prepared student's jobs not yet finished
 
         def fail(student: str, text: str) -> None:
             results[student].problems.append(text)
@@ -314,40 +318,9 @@ class Grader(Recording, FollowsSource, RunHistory):
             results[student].failed = True
             failed.add(student)
 
-        for i, student in enumerate(students):
-            if self.stopping.is_set():
-                break
-            self._event("preparing", i, len(students))
-            opened.append(student)
-            refused = unsafe_id(student)
-            if refused:          # a broken submission, never written to the gradebook or the formgrader
-                results[student].problems.append(refused)
-                results[student].graded = False
-                failed.add(student)          # (nothing to total or publish)
-                continue
-            try:
-                self.open_submission(student, results[student])
-            except Exception as exc:
-                fail(student, f"could not open the submission: {type(exc).__name__}: {exc}")
-                continue
-            for notebook in notebooks:
-                try:
-                    job = self.prepare(student, notebook, results[student])
-                except Exception as exc:
-                    fail(student, f"could not prepare {notebook}: {type(exc).__name__}: {exc}")
-                    continue
-                if job is None:
-                    self.record_missing(student, notebook)
-                else:
-                    pending.append(PackedJob(job))
-        self._event("preparing", len(opened), len(students))
-        if self.stopping.is_set():       # stopped while preparing: nothing of the unfinished is run
-            pending = []
-        remaining = {s: sum(j.student == s for j in pending) for s in opened}
-
         def done(student: str) -> None:
             r = results[student]
-            if remaining[student] != 0:
+            if remaining.get(student) != 0:
                 return
             try:
                 self.totals(r)
@@ -361,14 +334,26 @@ class Grader(Recording, FollowsSource, RunHistory):
                 except Exception as exc:
                     fail(student, f"could not publish the results: {type(exc).__name__}: {exc}")
             finished.append(r)
-            self._event("grading", len(finished), len(opened))
+            self._event("grading", len(finished), len(students))
             if progress:
                 progress(r)
 
-        if not self.stopping.is_set():
-            for s in opened:
-                done(s)      # (only those with nothing to run: no notebook submitted, or failed)
-        for job, outcome, error in self._execute_all(PendingJobs(pending)):
+        def prepared():
+            for i, student in enumerate(students):
+                if self.stopping.is_set():
+                    return            # stopped while preparing: nothing of the unprepared is run
+                if not finished:      # (once students finish, the bar counts those)
+                    self._event("preparing", i, len(students))
+                opened.append(student)
+                jobs = self._prepare_student(student, notebooks, results[student], fail, failed)
+                remaining[student] = len(jobs)
+                if not jobs:
+                    done(student)     # nothing to run: no notebook submitted, refused or failed
+                yield from jobs
+            if not finished:
+                self._event("preparing", len(opened), len(students))
+
+        for job, outcome, error in self._execute_all(prepared(), len(students) * len(notebooks)):
             if self.stopping.is_set():
                 break                     # what ends after the stop is not recorded
             r = results[job.student]
@@ -393,21 +378,53 @@ class Grader(Recording, FollowsSource, RunHistory):
         self.interrupted = [s for s in students if s not in done_names]
         return [results[s] for s in students if s in done_names]
 
-    def _execute_all(self, pending):
-        """``pending`` is a sized iterable of jobs (``_unpacked``), taken as the slots need them."""
-        if not len(pending):
+    def _prepare_student(self, student: str, notebooks: list[str], result: Result, fail, failed: set) -> list[Job]:
+        """One student's jobs, one per submitted notebook; none for a refused or unopenable
+        submission (reported in ``result``)."""
+        refused = unsafe_id(student)
+        if refused:          # a broken submission, never written to the gradebook or the formgrader
+            result.problems.append(refused)
+            result.graded = False
+            failed.add(student)          # (nothing to total or publish)
+            return []
+        try:
+            self.open_submission(student, result)
+        except Exception as exc:
+            fail(student, f"could not open the submission: {type(exc).__name__}: {exc}")
+            return []
+        jobs = []
+        for notebook in notebooks:
+            try:
+                job = self.prepare(student, notebook, result)
+            except Exception as exc:
+                fail(student, f"could not prepare {notebook}: {type(exc).__name__}: {exc}")
+                continue
+            if job is None:
+                self.record_missing(student, notebook)
+            else:
+                jobs.append(job)
+        return jobs
+
+    def _execute_all(self, jobs, expected: int):
+        """Run ``jobs`` (any iterable, prepared as it is taken) where the run's options say: Dask,
+        the pool given, or the run's own slots, grown for ``expected`` jobs at most.  Nothing is
+        started when there is nothing to run."""
+        jobs = iter(jobs)
+        first = next(jobs, None)
+        if first is None:
             return
+        jobs = itertools.chain([first], jobs)
         if self.scheduler:
-            yield from self._execute_dask(pending)
+            yield from self._execute_dask(jobs)
             return
         if self.pool is not None:
             if getattr(self.pool, "background", False):      # started before the run knew its size
-                self.pool.grow(slots_worth_starting(len(pending), self.jobs))
-            yield from self.pool.map(pending, self.stopping)
+                self.pool.grow(slots_worth_starting(expected, self.jobs))
+            yield from self.pool.map(jobs, self.stopping)
             return
-        self._start_slots(len(pending))
-        self._own_pool.grow(slots_worth_starting(len(pending), self.jobs))
-        yield from self._own_pool.map(pending, self.stopping)
+        self._start_slots(expected)
+        self._own_pool.grow(slots_worth_starting(expected, self.jobs))
+        yield from self._own_pool.map(jobs, self.stopping)
 
     def _execute_dask(self, pending):
         from distributed import Client, as_completed as dask_completed
