@@ -16,6 +16,8 @@ server); it is started on first use and closed when the process exits.
 """
 from __future__ import annotations
 
+import functools
+
 import atexit
 import threading
 from pathlib import Path
@@ -52,11 +54,18 @@ def require_python_kernel(nb) -> None:
     name = (nb.metadata.get("kernelspec") or {}).get("name")
     if not name:
         return
+    language = _kernel_language(name)
+    if language.lower() != "python":
+        raise RuntimeError(f"the notebook asks for the {language} kernel {name!r}; the sandbox runs Python only")
+
+
+@functools.lru_cache(maxsize=32)
+def _kernel_language(name: str) -> str:
+    """The language of the kernel ``name``, as nbclient resolves it (NoSuchKernel if none), looked
+    up once a process: the search of Jupyter's folders took some 40 ms a notebook."""
     from jupyter_client.manager import KernelManager
 
-    spec = KernelManager(kernel_name=name).kernel_spec   # as nbclient resolves it; NoSuchKernel if none
-    if (spec.language or "").lower() != "python":
-        raise RuntimeError(f"the notebook asks for the {spec.language} kernel {name!r}; the sandbox runs Python only")
+    return KernelManager(kernel_name=name).kernel_spec.language or ""
 
 
 class _SharedPool:

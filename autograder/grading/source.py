@@ -93,12 +93,17 @@ class FollowsSource:
                          f"{self.assignment}`")
 
     def _release(self, notebook: str) -> nbformat.NotebookNode:
+        """The released notebook (the one nbgrader made in this run, if it made one), read and
+        validated once a run; each call gets a copy of its own."""
         if notebook in self.generated:
             return nbformat.from_dict(self.generated[notebook])
-        path = self._path(self.coursedir.release_directory) / f"{notebook}.ipynb"
-        if not path.exists():
-            raise GradingError(f"no released notebook {path}: run `nbgrader generate_assignment {self.assignment}`")
-        return nbformat.read(path, as_version=4)
+        read = self.__dict__.setdefault("_releases_read", {})
+        if notebook not in read:
+            path = self._path(self.coursedir.release_directory) / f"{notebook}.ipynb"
+            if not path.exists():
+                raise GradingError(f"no released notebook {path}: run `nbgrader generate_assignment {self.assignment}`")
+            read[notebook] = nbformat.read(path, as_version=4)
+        return nbformat.from_dict(read[notebook])
 
     def _fixtures(self) -> tuple[dict[str, str], dict[str, bytes]]:
         """The assignment's fixtures, read once: module name -> the instructor's source (for the
