@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-
-import nbformat
+from typing import TYPE_CHECKING
 
 from ..learner.cells import LECTURE_DIR, SOLUTION_MARKERS, SOURCE_DIR, nearest_folder, notebooks, role  # noqa: F401
 from ..learner.editions import ZH_DIR
+
+if TYPE_CHECKING:      # nbformat loads where a notebook is made: `grade` starts its slots first
+    import nbformat
 
 
 def find_root(start: str | os.PathLike | None = None) -> Path:
@@ -43,6 +45,8 @@ def solution_sources(nb: nbformat.NotebookNode) -> dict[str, str]:
 
 def fill_answers(release: nbformat.NotebookNode, answers: dict[str, str]) -> nbformat.NotebookNode:
     """A copy of the released notebook with the solution cells named in ``answers`` filled in."""
+    import nbformat
+
     nb = nbformat.from_dict(release)
     unknown = set(answers) - {role(c).grade_id for c in nb.cells if role(c).solution}
     if unknown:

@@ -11,8 +11,10 @@ from __future__ import annotations
 import shutil
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import nbformat
+if TYPE_CHECKING:      # nbformat loads when a release is read: `grade` starts its slots first
+    import nbformat
 
 
 class GradingError(RuntimeError):
@@ -83,6 +85,8 @@ class FollowsSource:
             made = work / self.coursedir.release_directory / self.assignment
             if not release.exists():    # no committed release: nbgrader's own goes in its place
                 shutil.copytree(made, release)
+            import nbformat
+
             self.generated = {p.stem: nbformat.read(p, as_version=4) for p in sorted(made.glob("*.ipynb"))}
             stale = [p.name for p in made.glob("*.ipynb")
                      if not (release / p.name).is_file() or (release / p.name).read_bytes() != p.read_bytes()]
@@ -95,6 +99,8 @@ class FollowsSource:
     def _release(self, notebook: str) -> nbformat.NotebookNode:
         """The released notebook (the one nbgrader made in this run, if it made one), read and
         validated once a run; each call gets a copy of its own."""
+        import nbformat
+
         if notebook in self.generated:
             return nbformat.from_dict(self.generated[notebook])
         read = self.__dict__.setdefault("_releases_read", {})
