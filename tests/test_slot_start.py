@@ -1,10 +1,11 @@
 """What a grading call starts, and when: slots in the background, only as many as it has work for,
 a failed start reported, a pool closed while its slots start; the cheap count of surely graded
 students; the servers' warm-up only for notebooks with an optimizer, as the slots start for a call
-whose assignments use one, the two servers side by side; the quick look at a killed kernel; the
-report's histogram.
+whose assignments use one, the two servers side by side; what a gradient call loads, loaded once
+in the servers for notebooks that call backward; the quick look at a killed kernel; the report's
+histogram.
 
-No sandbox is started here: ``Slot.start`` is replaced by a stand-in."""
+No sandbox is started here: ``Slot.start`` is replaced by a stand-in, or the slot runs unsandboxed."""
 from __future__ import annotations
 
 import base64
@@ -18,7 +19,7 @@ import pytest
 from autograder.grading import pool as pool_module
 from autograder.grading.bwrap import SlotError
 from autograder.grading.jobs import uses_optimizer
-from autograder.grading.sandbox import folders_use_optimizer
+from autograder.grading.sandbox import folders_use_optimizer, uses_gradients
 from autograder.grading.pool import SlotPool
 from autograder.grading.sandbox import Slot
 from autograder.grading.state import surely_graded
@@ -159,6 +160,60 @@ def test_the_two_servers_warm_up_side_by_side_and_a_judge_that_cannot_is_left_to
     assert sorted(order) == ["fork", "judge"] and other.warm and not other.judge.warm
 
 
+def test_only_notebooks_that_call_backward_or_autograd_grad_load_what_a_gradient_call_loads():
+    def nb(*sources):
+        return {"cells": [{"cell_type": "markdown", "source": "call y.backward(g) to see"}]
+                + [{"cell_type": "code", "source": s} for s in sources]}
+
+    assert uses_gradients(nb("y.backward(torch.ones(3))")) and uses_gradients(nb(["g, = torch.autograd.", "grad(y, x)"]))
+    assert not uses_gradients(nb("y = x.view(2, 3)", "x.requires_grad_()")), "markdown and requires_grad do not count"
+
+
+def test_the_two_servers_load_what_a_gradient_call_loads_side_by_side_once(tmp_path, monkeypatch):
+    from autograder.grading.judgebox import JudgeBox
+
+    asked = []
+    monkeypatch.setattr(JudgeBox, "load_grads", lambda self: (asked.append("judge"), setattr(self, "grads", True)))
+    monkeypatch.setattr(Slot, "request", lambda self, payload, timeout=60: asked.append(payload["op"]) or {"ok": True})
+    slot = Slot(0, tmp_path, sandboxed=False)
+    slot.load_grads(judge_too=True)
+    assert sorted(asked) == ["grads", "judge"] and slot.grads and slot.judge.grads
+    asked.clear()
+    slot.load_grads(judge_too=True)
+    assert asked == [], "loaded already: nothing asked again"
+    warm = Slot(1, tmp_path, sandboxed=False)
+    warm.warm = warm.judge.warm = True
+    warm.load_grads(judge_too=True)
+    assert asked == [], "the optimizer's warm-up loads it too"
+
+
+def test_a_kernel_finds_what_a_gradient_call_loads_in_its_fork_server_once_a_notebook_called_backward(tmp_path):
+    import nbformat
+
+    from autograder.grading.jobs import Job, execute
+
+    probe = ("import sys, torch\nprint('loaded' if 'torch.fx.experimental.symbolic_shapes' in sys.modules "
+             "else 'not loaded')")
+    backward = "x = torch.ones(2, requires_grad=True)\n(x * 3).backward(torch.ones(2))\nprint(x.grad.tolist())"
+
+    def job(*sources):
+        return Job("s", "n", dict(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(s) for s in sources])))
+
+    def printed(outcome):
+        assert not outcome.problems and not outcome.flags, (outcome.problems, outcome.flags)
+        return ["".join(o.get("text", "") for o in c["outputs"]).strip() for c in outcome.nb["cells"]]
+
+    with SlotPool(1, sandboxed=False) as pool:
+        slot = pool.started[0]
+        before = printed(execute(job(probe, "x = torch.ones(2)"), slot))
+        first = printed(execute(job(probe, backward), slot))
+        after = printed(execute(job(probe, "x = torch.ones(2)"), slot))
+        assert slot.grads and not slot.warm and not slot.judge.grads, "no judged test: the judge is not asked"
+    assert before[0] == "not loaded", "a notebook without backward costs its slot nothing"
+    assert first == ["loaded", "[3.0, 3.0]"], "loaded before the kernel that calls backward, and its gradient right"
+    assert after[0] == "loaded", "every kernel after it finds it loaded"
+
+
 def test_a_killed_kernel_is_seen_gone_within_milliseconds_not_a_tenth_of_a_second():
     import asyncio
 
@@ -176,6 +231,22 @@ def test_a_killed_kernel_is_seen_gone_within_milliseconds_not_a_tenth_of_a_secon
     asyncio.run(km._async_wait())
     waited = time.monotonic() - start
     assert Gone.polls == 3 and waited < 0.05, f"{waited:.3f} s for a kernel gone after 2 looks"
+
+
+def test_a_kernels_sockets_try_a_refused_connection_again_within_milliseconds():
+    """They connect before the forked kernel has bound its ports: zmq's default pause before it
+    tries again, 100 ms, was most of each kernel's start."""
+    import zmq
+
+    from autograder.grading.provisioner import QuickReadyClient
+
+    client = QuickReadyClient()
+    sock = client.context.socket(zmq.DEALER)
+    try:
+        assert sock.getsockopt(zmq.RECONNECT_IVL) == 5 and sock.getsockopt(zmq.RECONNECT_IVL_MAX) == 100
+    finally:
+        sock.close(linger=0)
+        client.context.destroy(linger=0)
 
 
 def test_the_histogram_is_an_svg_whose_bars_count_the_scores():

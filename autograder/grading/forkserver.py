@@ -9,9 +9,12 @@ JSON lines on stdin/stdout with the grader:
     {"op": "signal", "signum": n}                                        -> {"ok": true}
     {"op": "reap"}                                                       -> {"status": code}
     {"op": "warm"}                                                       -> {"ok": true}
+    {"op": "grads"}                                                      -> {"ok": true}
 
 ``warm`` runs once what torch loads lazily (``_warm_up``): asked for before the first kernel whose
-notebook uses an optimizer, so that a slot grading anything else never pays for it.
+notebook uses an optimizer, so that a slot grading anything else never pays for it.  ``grads`` loads
+only what a gradient call loads (``GRAD_MODULE``), for notebooks that call ``backward`` (the warm-up
+loads it too).
 
 ``reap`` kills every process left in the sandbox but the server itself (the sandbox has its own
 PID namespace, so nothing a submission started can hide outside it), waits for the kernel, and
@@ -32,6 +35,10 @@ import signal
 import sys
 
 PR_SET_DUMPABLE = 4
+# what torch.autograd.grad and backward(gradient) import on their first call with a gradient tensor
+# (sympy, through torch.fx's symbolic shapes): a third of a second in every kernel and judge that
+# computes one, loaded once in the server when a notebook calls backward
+GRAD_MODULE = "torch.fx.experimental.symbolic_shapes"
 
 
 def preload() -> None:
@@ -301,6 +308,12 @@ def serve() -> int:
                 gc.collect()
                 gc.freeze()
                 warm = True
+            _reply(out, {"ok": True})
+        elif op == "grads":
+            if GRAD_MODULE not in sys.modules:
+                __import__(GRAD_MODULE)
+                gc.collect()
+                gc.freeze()
             _reply(out, {"ok": True})
         elif op == "exit":
             break

@@ -37,6 +37,7 @@ class JudgeBox(Sandbox):
         self.control: socket.socket | None = None
         self.ready = False
         self.warm = False       # whether the server ran its warm-up
+        self.grads = False      # whether it loaded what a gradient call loads (load_grads)
         self.exit_asked = False
         self.lock = threading.Lock()
         self._buffer = b""
@@ -53,7 +54,7 @@ class JudgeBox(Sandbox):
                                          pass_fds=(theirs.fileno(),), start_new_session=True)
         theirs.close()
         self.control, self.ready, self._buffer, self.exit_asked = mine, False, b"", False
-        self.warm = False
+        self.warm = self.grads = False
 
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
@@ -109,6 +110,17 @@ class JudgeBox(Sandbox):
         self._wait_ready()
         self.request({"op": "warm"}, timeout=300)
         self.warm = True
+
+    def load_grads(self) -> None:
+        """Have the server load what a gradient call loads (``forkserver.GRAD_MODULE``) for every
+        judge it forks after, as ``warm_up`` does for an optimizer.  Raises SlotError."""
+        if self.warm or self.grads:
+            return
+        if not self.alive():
+            self.restart()
+        self._wait_ready()
+        self.request({"op": "grads"}, timeout=120)
+        self.grads = True
 
     # -- one submission's judge ------------------------------------------------------------------
     def fork(self, limits, warm: bool = True, fixtures: dict[str, str] | None = None) -> socket.socket:

@@ -9,6 +9,7 @@ and speaks JSON lines with the grader on that socket:
         (SCM_RIGHTS)                                                              -> {"pid": n}
     {"op": "reap"}                                                                -> {"status": code}
     {"op": "warm"}                                                                -> {"ok": true}
+    {"op": "grads"}                                                               -> {"ok": true}
     {"op": "exit"}
 
 ``reap`` kills every process of the sandbox but the server (its own PID namespace: nothing the
@@ -246,6 +247,14 @@ def serve(control_fd: int) -> int:
             if not warm:
                 warm_up()
                 warm = True
+            control.reply({"ok": True})
+        elif request.get("op") == "grads":      # what a gradient call loads (forkserver.GRAD_MODULE)
+            from autograder.grading.forkserver import GRAD_MODULE
+
+            if GRAD_MODULE not in sys.modules:
+                __import__(GRAD_MODULE)
+                gc.collect()
+                gc.freeze()
             control.reply({"ok": True})
         elif request.get("op") == "reap":
             control.reply(reap(child, status))

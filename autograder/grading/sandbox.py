@@ -62,10 +62,22 @@ class Limits:
 def uses_optimizer(nb) -> bool:
     """Whether a notebook's code mentions an optimizer, whose first step makes torch import more
     (``forkserver._warm_up``); a miss only costs that kernel the import."""
-    def text(source) -> str:
-        return "".join(source) if isinstance(source, list) else str(source or "")
+    return any(c.get("cell_type") == "code" and "optim" in _text(c.get("source")) for c in nb.get("cells", []))
 
-    return any(c.get("cell_type") == "code" and "optim" in text(c.get("source")) for c in nb.get("cells", []))
+
+GRAD_CALLS = ("backward(", "autograd.grad(")
+
+
+def uses_gradients(nb) -> bool:
+    """Whether a notebook's code calls ``backward`` or ``torch.autograd.grad``, whose first call with
+    a gradient tensor makes torch import more (``forkserver.GRAD_MODULE``); a miss only costs that
+    kernel and judge the import."""
+    return any(c.get("cell_type") == "code" and any(call in _text(c.get("source")) for call in GRAD_CALLS)
+               for c in nb.get("cells", []))
+
+
+def _text(source) -> str:
+    return "".join(source) if isinstance(source, list) else str(source or "")
 
 
 def folders_use_optimizer(folders) -> bool:
@@ -92,6 +104,7 @@ class Slot(Sandbox):
         self.index = index
         self.proc: subprocess.Popen | None = None
         self.warm = False     # whether the fork server ran _warm_up
+        self.grads = False    # whether it loaded what a gradient call loads (load_grads)
         self.warm_start = False   # warm both servers up as the slot starts (the call uses an optimizer)
         self.exit_asked = self.abandoned = False
         self.lock = threading.Lock()
@@ -106,7 +119,7 @@ class Slot(Sandbox):
         by side, before the slot takes its first submission."""
         if not self.judge.alive():
             self.judge.launch()
-        self.warm = self.exit_asked = False
+        self.warm = self.grads = self.exit_asked = False
         argv, env = self.command(forkserver_command())
         with open(self.log_path, "wb") as log:   # bubblewrap's and the server's own messages
             self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log,
@@ -138,7 +151,11 @@ class Slot(Sandbox):
         where ``held_since_clean``, measured from the restart's own clean state, would not."""
         if self.cgroup is None or self.clean_resident is None:
             return None
-        return max(0, self.cgroup.resident() - self.first_clean.get(self.warm, self.clean_resident))
+        return max(0, self.cgroup.resident() - self.first_clean.get(self._loaded(), self.clean_resident))
+
+    def _loaded(self):
+        """What the fork server has loaded past its start: the key of ``first_clean``."""
+        return True if self.warm else "grads" if self.grads else False
 
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
@@ -171,6 +188,32 @@ class Slot(Sandbox):
             self.clean_resident = self.cgroup.resident() if self.cgroup is not None else None
             if self.clean_resident is not None:
                 self.first_clean.setdefault(True, self.clean_resident)
+
+    def load_grads(self, judge_too: bool = False) -> None:
+        """Have the fork server load what a gradient call loads (``forkserver.GRAD_MODULE``), for
+        this kernel and every one after it, as ``warm_up`` does for an optimizer; asked for by
+        notebooks that call ``backward`` (``uses_gradients``).  ``judge_too``: the judge's server
+        loads it at the same time, in a thread."""
+        helper = None
+        if judge_too and not (self.judge.warm or self.judge.grads):
+            helper = threading.Thread(target=self._judge_grads, daemon=True, name=f"judge-grads-{self.index}")
+            helper.start()
+        try:
+            if not (self.warm or self.grads):
+                self.request({"op": "grads"}, timeout=120)
+                self.grads = True
+                self.clean_resident = self.cgroup.resident() if self.cgroup is not None else None
+                if self.clean_resident is not None:
+                    self.first_clean.setdefault("grads", self.clean_resident)
+        finally:
+            if helper is not None:
+                helper.join()
+
+    def _judge_grads(self) -> None:
+        try:
+            self.judge.load_grads()
+        except SlotError:
+            pass      # its fork restarts it, or reports that it cannot
 
     def _warm_judge(self) -> None:
         try:
