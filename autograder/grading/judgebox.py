@@ -103,24 +103,22 @@ class JudgeBox(Sandbox):
         """Have the server load once what torch loads lazily (an optimizer's first step), for every
         judge it forks after: what ``fork(warm=True)`` does, asked for ahead of the first fork so
         that it runs beside the fork server's own warm-up.  Raises SlotError as ``fork`` does."""
-        if self.warm:
-            return
-        if not self.alive():
-            self.restart()
-        self._wait_ready()
-        self.request({"op": "warm"}, timeout=300)
-        self.warm = True
+        if not self.warm:
+            self._ask_server("warm", timeout=300)
+            self.warm = True
 
     def load_grads(self) -> None:
         """Have the server load what a gradient call loads (``forkserver.GRAD_MODULE``) for every
-        judge it forks after, as ``warm_up`` does for an optimizer.  Raises SlotError."""
-        if self.warm or self.grads:
-            return
+        judge it forks after, as ``warm_up`` does for an optimizer (which loads it too)."""
+        if not (self.warm or self.grads):
+            self._ask_server("grads", timeout=120)
+            self.grads = True
+
+    def _ask_server(self, op: str, timeout: float) -> None:
         if not self.alive():
             self.restart()
         self._wait_ready()
-        self.request({"op": "grads"}, timeout=120)
-        self.grads = True
+        self.request({"op": op}, timeout=timeout)
 
     # -- one submission's judge ------------------------------------------------------------------
     def fork(self, limits, warm: bool = True, fixtures: dict[str, str] | None = None) -> socket.socket:
