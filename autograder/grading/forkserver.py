@@ -103,6 +103,16 @@ def _warm_up(torch) -> None:
     torch.random.set_rng_state(rng)
 
 
+def load_grads() -> None:
+    """Load ``GRAD_MODULE`` once, and keep the collector off it in every fork (as after preload)."""
+    if GRAD_MODULE not in sys.modules:
+        import gc
+
+        __import__(GRAD_MODULE)
+        gc.collect()
+        gc.freeze()
+
+
 def _apply_limits(limits: dict) -> None:
     def cap(which: int, value) -> None:
         if value:
@@ -310,10 +320,7 @@ def serve() -> int:
                 warm = True
             _reply(out, {"ok": True})
         elif op == "grads":
-            if GRAD_MODULE not in sys.modules:
-                __import__(GRAD_MODULE)
-                gc.collect()
-                gc.freeze()
+            load_grads()
             _reply(out, {"ok": True})
         elif op == "exit":
             break

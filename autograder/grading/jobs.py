@@ -30,7 +30,7 @@ from ..kernel import guard
 from ..learner.cells import role
 from .files import kernel_output_files
 from .judgepipe import JudgeChannel, JudgeStopped
-from .sandbox import GRAD_CALLS, Limits, Slot, SlotError, uses_gradients, uses_optimizer
+from .sandbox import Limits, Slot, SlotError, calls_gradients, uses_gradients, uses_optimizer
 from .transport import AGENT, KernelTransport
 
 GUARD_KEY = "copy_that_guard"
@@ -361,7 +361,7 @@ async def _execute(job: Job, slot: Slot) -> Outcome:
         if uses_optimizer(nb):   # before the limits: the servers' own memory, not the submission's
             slot.warm_up(judge_too=judge_warm)
         elif uses_gradients(nb):
-            slot.load_grads(judge_too=any(call in s for s in job.judged.values() for call in GRAD_CALLS))
+            slot.load_grads(judge_too=any(map(calls_gradients, job.judged.values())))
         oom_before = slot.limit_submission(job.limits)
         if job.judged:
             judge_socket = _fork_judge(slot, job.limits, warm=judge_warm, fixtures=job.fixtures)

@@ -210,7 +210,7 @@ class _Control:
 
 def serve(control_fd: int) -> int:
     ctypes.CDLL(None).prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
-    from autograder.grading.forkserver import reap
+    from autograder.grading.forkserver import load_grads, reap
     from autograder.grading.nokeys import deny_keyrings
 
     refused = deny_keyrings()        # for this server and every judge it forks
@@ -249,12 +249,7 @@ def serve(control_fd: int) -> int:
                 warm = True
             control.reply({"ok": True})
         elif request.get("op") == "grads":      # what a gradient call loads (forkserver.GRAD_MODULE)
-            from autograder.grading.forkserver import GRAD_MODULE
-
-            if GRAD_MODULE not in sys.modules:
-                __import__(GRAD_MODULE)
-                gc.collect()
-                gc.freeze()
+            load_grads()
             control.reply({"ok": True})
         elif request.get("op") == "reap":
             control.reply(reap(child, status))

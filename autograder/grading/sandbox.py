@@ -65,19 +65,28 @@ def uses_optimizer(nb) -> bool:
     return any(c.get("cell_type") == "code" and "optim" in _text(c.get("source")) for c in nb.get("cells", []))
 
 
-GRAD_CALLS = ("backward(", "autograd.grad(")
+def calls_gradients(source) -> bool:
+    """Whether code calls ``backward`` or ``torch.autograd.grad``."""
+    text = _text(source)
+    return "backward(" in text or "autograd.grad(" in text
 
 
 def uses_gradients(nb) -> bool:
     """Whether a notebook's code calls ``backward`` or ``torch.autograd.grad``, whose first call with
     a gradient tensor makes torch import more (``forkserver.GRAD_MODULE``); a miss only costs that
     kernel and judge the import."""
-    return any(c.get("cell_type") == "code" and any(call in _text(c.get("source")) for call in GRAD_CALLS)
-               for c in nb.get("cells", []))
+    return any(c.get("cell_type") == "code" and calls_gradients(c.get("source")) for c in nb.get("cells", []))
 
 
 def _text(source) -> str:
     return "".join(source) if isinstance(source, list) else str(source or "")
+
+
+def _quietly(load) -> None:
+    try:
+        load()
+    except SlotError:
+        pass      # its fork restarts it, or reports that it cannot
 
 
 def folders_use_optimizer(folders) -> bool:
@@ -173,53 +182,34 @@ class Slot(Sandbox):
         this kernel and every one after it; asked for only by notebooks that use an optimizer.
         ``judge_too``: the judge's server warms up at the same time, in a thread (both are mostly
         CPU in two processes); a judge that cannot is left to its fork, which says so."""
-        if judge_too and not self.judge.warm:
-            helper = threading.Thread(target=self._warm_judge, daemon=True, name=f"judge-warm-{self.index}")
-            helper.start()
-            try:
-                self.warm_up()
-            finally:
-                helper.join()
-            return
-        if not self.warm:
-            self.request({"op": "warm"}, timeout=300)
-            self.warm = True
-            # what the warm-up loaded stays in the fork server, by design: the clean state is now this
-            self.clean_resident = self.cgroup.resident() if self.cgroup is not None else None
-            if self.clean_resident is not None:
-                self.first_clean.setdefault(True, self.clean_resident)
+        self._load("warm", 300, self.judge.warm_up if judge_too and not self.judge.warm else None)
 
     def load_grads(self, judge_too: bool = False) -> None:
         """Have the fork server load what a gradient call loads (``forkserver.GRAD_MODULE``), for
-        this kernel and every one after it, as ``warm_up`` does for an optimizer; asked for by
-        notebooks that call ``backward`` (``uses_gradients``).  ``judge_too``: the judge's server
-        loads it at the same time, in a thread."""
+        this kernel and every one after it, as ``warm_up`` does for an optimizer (which loads it
+        too); asked for by notebooks that call ``backward`` (``uses_gradients``).  ``judge_too``:
+        the judge's server loads it at the same time, in a thread."""
+        judge = judge_too and not (self.judge.warm or self.judge.grads)
+        self._load("grads", 120, self.judge.load_grads if judge else None)
+
+    def _load(self, op: str, timeout: float, judge_load=None) -> None:
+        """Ask the fork server for ``op`` (``warm`` or ``grads``) unless it has loaded that already,
+        with ``judge_load`` run beside it in a thread (a judge that cannot is left to its fork)."""
         helper = None
-        if judge_too and not (self.judge.warm or self.judge.grads):
-            helper = threading.Thread(target=self._judge_grads, daemon=True, name=f"judge-grads-{self.index}")
+        if judge_load is not None:
+            helper = threading.Thread(target=_quietly, args=(judge_load,), daemon=True, name=f"judge-{op}-{self.index}")
             helper.start()
         try:
-            if not (self.warm or self.grads):
-                self.request({"op": "grads"}, timeout=120)
-                self.grads = True
+            if not (self.warm or getattr(self, op)):
+                self.request({"op": op}, timeout=timeout)
+                setattr(self, op, True)
+                # what it loaded stays in the fork server, by design: the clean state is now this
                 self.clean_resident = self.cgroup.resident() if self.cgroup is not None else None
                 if self.clean_resident is not None:
-                    self.first_clean.setdefault("grads", self.clean_resident)
+                    self.first_clean.setdefault(self._loaded(), self.clean_resident)
         finally:
             if helper is not None:
                 helper.join()
-
-    def _judge_grads(self) -> None:
-        try:
-            self.judge.load_grads()
-        except SlotError:
-            pass      # its fork restarts it, or reports that it cannot
-
-    def _warm_judge(self) -> None:
-        try:
-            self.judge.warm_up()
-        except SlotError:
-            pass      # its fork restarts it, or reports that it cannot
 
     def ask_to_exit(self) -> None:
         """Tell the fork server and the judge's server to exit, without waiting (``close`` waits)."""
